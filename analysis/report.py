@@ -1,0 +1,115 @@
+"""Render scoring records (analysis.scoring.score) as markdown, csv, latex or json text."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+DID_NOT_REACH = "did not reach"
+NA = "-"
+COLUMNS = ("model", "data", "target", "method", "reached", "rollouts to target", "95% CI",
+           "vs GRPO", "vs DAPO", "final acc", "final rollouts")
+UNFINISHED_MARK = "*"
+METHOD_LABELS = {"grpo": "GRPO", "dapo": "DAPO", "pilot_commit": "PC"}
+
+
+def fmt_rollouts(value) -> str:
+    """Rollout counts as PAPER.md writes them: 10.6M from 1e5 up, 12.3K from 1e3 up, else raw."""
+    if value is None:
+        return NA
+    if abs(value) >= 1e5:
+        return f"{value / 1e6:.1f}M"
+    if abs(value) >= 1e3:
+        return f"{value / 1e3:.1f}K"
+    return f"{value:.0f}" if float(value).is_integer() else f"{value:.1f}"
+
+
+def fmt_pct(value) -> str:
+    return NA if value is None else f"{100 * value:.1f}%"
+
+
+def fmt_x(value) -> str:
+    return f"{value:.1f}x"
+
+
+def _rtt_cell(rec: dict) -> str:
+    if rec["target"] is None:
+        return NA
+    return DID_NOT_REACH if rec["rollouts_to_target"] is None else fmt_rollouts(rec["rollouts_to_target"])
+
+
+def _ci_cell(rec: dict) -> str:
+    low, high = rec["rtt_ci_low"], rec["rtt_ci_high"]
+    if low is None and high is None:
+        return NA
+    return f"[{fmt_rollouts(low) if low is not None else NA}, {fmt_rollouts(high) if high is not None else 'inf'}]"
+
+
+def _speedup_cell(rec: dict, name: str) -> str:
+    point = rec[f"speedup_vs_{name}"]
+    if point is None:
+        return NA
+    low, high = rec[f"speedup_vs_{name}_ci_low"], rec[f"speedup_vs_{name}_ci_high"]
+    low_s = f"{low:.1f}" if low is not None else NA
+    high_s = f"{high:.1f}" if high is not None else "inf"
+    return f"{fmt_x(point)} [{low_s}, {high_s}]"
+
+
+def table_cells(rec: dict) -> list[str]:
+    """One row of the human-readable table, in COLUMNS order."""
+    reached = NA if rec["reached"] is None else f"{rec['reached']}/{rec['seeds']}"
+    if rec.get("unfinished"):
+        reached += UNFINISHED_MARK
+    return [rec["model"], rec["data"], fmt_pct(rec["target"]), METHOD_LABELS.get(rec["method"], rec["method"]),
+            reached, _rtt_cell(rec), _ci_cell(rec), _speedup_cell(rec, "grpo"), _speedup_cell(rec, "dapo"),
+            fmt_pct(rec["final_val_acc"]), fmt_rollouts(rec["cumulative_rollouts"])]
+
+
+def footnote(records: list[dict], seed: int, n_boot: int) -> str:
+    unfinished = sum(r.get("unfinished") or 0 for r in records)
+    mark = (f" {UNFINISHED_MARK} counts {unfinished} unfinished run(s) (no finished summary.json) as they stand."
+            if unfinished else "")
+    return ("Rollouts to target: median over seeds of cumulative rollouts at the first evaluation with "
+            "val/acc >= target (censored seeds count as never; 'did not reach' when the median is censored). "
+            f"Intervals: 95% percentile bootstrap over seeds (seed {seed}, {n_boot} resamples); "
+            "speedup = comparator median / method median." + mark)
+
+
+def to_markdown(records: list[dict], seed: int = 0, n_boot: int = 10_000) -> str:
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in table_cells(r)) + " |" for r in records]
+    return "\n".join(lines) + "\n\n" + footnote(records, seed, n_boot) + "\n"
+
+
+def _latex_escape(text: str) -> str:
+    for char, escaped in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("_", r"\_"), ("#", r"\#")):
+        text = text.replace(char, escaped)
+    return text
+
+
+def to_latex(records: list[dict], seed: int = 0, n_boot: int = 10_000) -> str:
+    head = " & ".join(_latex_escape(c) for c in COLUMNS) + r" \\"
+    body = [" & ".join(_latex_escape(c) for c in table_cells(r)) + r" \\" for r in records]
+    lines = [r"\begin{tabular}{" + "l" * 4 + "r" * (len(COLUMNS) - 4) + "}", r"\toprule", head, r"\midrule",
+             *body, r"\bottomrule", r"\end{tabular}", "% " + footnote(records, seed, n_boot)]
+    return "\n".join(lines) + "\n"
+
+
+def to_csv(records: list[dict], seed: int = 0, n_boot: int = 10_000) -> str:
+    if not records:
+        return ""
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(records[0]), lineterminator="\n")
+    writer.writeheader()
+    for rec in records:
+        writer.writerow({k: ("" if v is None else " ".join(map(str, v)) if isinstance(v, list) else v)
+                         for k, v in rec.items()})
+    return buf.getvalue()
+
+
+def to_json(records: list[dict], seed: int = 0, n_boot: int = 10_000) -> str:
+    return json.dumps(records, indent=2, allow_nan=False) + "\n"
+
+
+FORMATS = {"markdown": to_markdown, "csv": to_csv, "latex": to_latex, "json": to_json}

@@ -1,0 +1,220 @@
+"""Load pcbench run folders into two tidy DataFrames.
+
+A run is a folder holding `config.yaml` and `metrics.jsonl` (contract: docs/run_folder.md).
+`load_runs(dirs)` walks every folder below `dirs` (skipping names that start with "."),
+and returns
+
+- runs: one row per run (identity from config.yaml, status from summary.json, final numbers);
+- metrics: one row per (run, step) with columns ID_COLUMNS followed by every metric key
+  logged in any line (NaN where a line does not carry the key; eval lines carry `val/acc`);
+- warnings: one string per problem, each starting with the file it is about.
+
+Nothing here raises on bad input: a garbled line, a config that does not parse, a run with
+no evaluations or steps that go backwards become warnings, and the rest is still loaded.
+
+    from analysis.runs import load_runs
+    runs, metrics, warnings = load_runs(["results/"])
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Iterable
+
+import pandas as pd
+import yaml
+
+ID_COLUMNS = ("run_id", "path", "method", "model", "data", "seed", "step", "cumulative_rollouts")
+RUN_COLUMNS = ("run_id", "path", "experiment", "method", "model", "data", "seed", "backend", "status",
+               "n_lines", "n_evals", "last_step", "final_cumulative_rollouts", "final_val_acc")
+ACC = "val/acc"
+UNFINISHED = "unfinished"
+
+# config.yaml key path -> runs column
+_CONFIG_FIELDS = {"method": ("method", "name"), "model": ("model", "name"), "data": ("data", "name"),
+                  "backend": ("backend", "name"), "seed": ("seed",), "experiment": ("experiment",)}
+
+
+def is_run_dir(path: Path) -> bool:
+    return (path / "config.yaml").is_file() and (path / "metrics.jsonl").is_file()
+
+
+def find_run_dirs(roots: Iterable[str | os.PathLike]) -> tuple[list[Path], list[str]]:
+    """Every run folder at or below `roots`, sorted; folders named ".*" are not entered.
+
+    A run's own subfolders (e.g. checkpoint/) are not searched. A folder with only one of
+    config.yaml / metrics.jsonl is reported and skipped; any other non-run folder is skipped.
+    """
+    found: set[Path] = set()
+    warnings: list[str] = []
+    for root in roots:
+        root = Path(root)
+        if not root.is_dir():
+            warnings.append(f"{root}: not a directory, skipped")
+            continue
+        for dirpath, dirnames, _ in os.walk(root):
+            here = Path(dirpath)
+            if is_run_dir(here):
+                found.add(here)
+                dirnames[:] = []
+                continue
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            has_cfg, has_metrics = (here / "config.yaml").is_file(), (here / "metrics.jsonl").is_file()
+            if has_cfg != has_metrics:
+                missing = "metrics.jsonl" if has_cfg else "config.yaml"
+                warnings.append(f"{here}: has no {missing}, not read as a run")
+    return sorted(found), warnings
+
+
+def _dig(cfg: dict, keys: tuple[str, ...]):
+    node = cfg
+    for key in keys:
+        if not isinstance(node, dict) or key not in node:
+            return None
+        node = node[key]
+    return node
+
+
+def read_config(run_dir: Path) -> tuple[dict | None, list[str]]:
+    """Identity fields of a run (method, model, data, backend, seed, experiment), or None."""
+    path = run_dir / "config.yaml"
+    try:
+        cfg = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as err:
+        return None, [f"{path}: cannot parse config ({type(err).__name__}), run skipped"]
+    if not isinstance(cfg, dict):
+        return None, [f"{path}: config is not a mapping, run skipped"]
+    ident, warnings = {}, []
+    for column, keys in _CONFIG_FIELDS.items():
+        value = _dig(cfg, keys)
+        if value is None:
+            warnings.append(f"{path}: no {'.'.join(keys)}, using 'unknown'")
+            value = "unknown" if column != "seed" else None
+        ident[column] = value if column == "seed" else str(value)
+    return ident, warnings
+
+
+def _parse_line(text: str, where: str) -> tuple[dict | None, str | None]:
+    """One metrics line as a dict, or (None, warning)."""
+    try:
+        row = json.loads(text)
+    except json.JSONDecodeError:
+        return None, f"{where}: unparseable line skipped (truncated or garbled): {text[:60]!r}"
+    if not isinstance(row, dict):
+        return None, f"{where}: line is not a JSON object, skipped"
+    for key in ("step", "cumulative_rollouts"):
+        value = row.get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            return None, f"{where}: line without a numeric {key!r}, skipped"
+    row["step"] = int(row["step"])
+    return row, None
+
+
+def read_metrics(run_dir: Path) -> tuple[list[dict], list[str]]:
+    """The lines of metrics.jsonl, one per step sorted by step.
+
+    If steps do not increase strictly (a resume that re-logged steps) the last line written
+    for a step wins, with one warning for the run.
+    """
+    path = run_dir / "metrics.jsonl"
+    warnings: list[str] = []
+    by_step: dict[int, dict] = {}
+    last_step, backwards = None, None
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError as err:
+        return [], [f"{path}: cannot read ({err.strerror})"]
+    for lineno, text in enumerate(lines, start=1):
+        if not text.strip():
+            continue
+        row, problem = _parse_line(text, f"{path}:{lineno}")
+        if problem:
+            warnings.append(problem)
+            continue
+        if last_step is not None and row["step"] <= last_step and backwards is None:
+            backwards = f"{path}:{lineno}: step {row['step']} after step {last_step} (steps must increase); " \
+                        "keeping the last line written for each step"
+        last_step = row["step"]
+        by_step[row["step"]] = row
+    rows = [by_step[s] for s in sorted(by_step)]
+    if backwards:
+        warnings.append(backwards)
+    cum = [r["cumulative_rollouts"] for r in rows]
+    if any(b < a for a, b in zip(cum, cum[1:])):
+        warnings.append(f"{path}: cumulative_rollouts decreases between steps")
+    return rows, warnings
+
+
+def read_status(run_dir: Path) -> tuple[str, list[str]]:
+    """summary.json's status, or "unfinished" when there is none (running or crashed)."""
+    path = run_dir / "summary.json"
+    if not path.is_file():
+        return UNFINISHED, []
+    try:
+        summary = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return UNFINISHED, [f"{path}: cannot parse summary, status taken as unfinished"]
+    status = summary.get("status") if isinstance(summary, dict) else None
+    if not isinstance(status, str) or not status:
+        return UNFINISHED, [f"{path}: summary has no status, taken as unfinished"]
+    return status, []
+
+
+def _run_record(run_dir: Path, ident: dict, status: str, rows: list[dict]) -> dict:
+    evals = [r for r in rows if _is_number(r.get(ACC))]
+    return {"run_id": run_dir.name, "path": str(run_dir), **ident, "status": status,
+            "n_lines": len(rows), "n_evals": len(evals),
+            "last_step": rows[-1]["step"] if rows else None,
+            "final_cumulative_rollouts": rows[-1]["cumulative_rollouts"] if rows else None,
+            "final_val_acc": evals[-1][ACC] if evals else None}
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def load_run(run_dir: Path) -> tuple[dict | None, list[dict], list[str]]:
+    """(runs row, metrics rows, warnings) for one run folder; runs row None if unreadable."""
+    ident, warnings = read_config(run_dir)
+    if ident is None:
+        return None, [], warnings
+    rows, more = read_metrics(run_dir)
+    warnings += more
+    status, more = read_status(run_dir)
+    warnings += more
+    record = _run_record(run_dir, ident, status, rows)
+    if not rows:
+        warnings.append(f"{run_dir / 'metrics.jsonl'}: no metrics lines")
+    elif record["n_evals"] == 0:
+        warnings.append(f"{run_dir / 'metrics.jsonl'}: no evaluation lines ({ACC}); "
+                        "run excluded from rollouts-to-target")
+    head = {k: record[k] for k in ID_COLUMNS[:6]}
+    return record, [{**head, **row} for row in rows], warnings
+
+
+def load_runs(dirs: Iterable[str | os.PathLike]) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """(runs, metrics, warnings) for every run folder below `dirs`; see the module docstring."""
+    run_dirs, warnings = find_run_dirs(dirs)
+    records, lines = [], []
+    for run_dir in run_dirs:
+        record, rows, more = load_run(run_dir)
+        warnings += more
+        if record is not None:
+            records.append(record)
+            lines += rows
+    runs = pd.DataFrame(records, columns=list(RUN_COLUMNS))
+    metric_keys = sorted({k for row in lines for k in row} - set(ID_COLUMNS))
+    metrics = pd.DataFrame(lines, columns=list(ID_COLUMNS) + metric_keys)
+    if len(metrics):
+        metrics = metrics.sort_values(["path", "step"], kind="stable").reset_index(drop=True)
+    return runs, metrics, warnings
+
+
+def eval_rows(metrics: pd.DataFrame) -> pd.DataFrame:
+    """The evaluation lines (those carrying val/acc) of a metrics frame."""
+    if ACC not in metrics.columns:
+        return metrics.iloc[0:0]
+    return metrics[metrics[ACC].notna()]
