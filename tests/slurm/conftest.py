@@ -83,6 +83,14 @@ class SlurmCluster:
             time.sleep(0.5)
 
 
+def _alive(pidfile: Path, name: str) -> bool:
+    try:
+        pid = pidfile.read_text().strip()
+        return Path(f"/proc/{pid}/comm").read_text().strip() == name
+    except OSError:
+        return False
+
+
 def _start_cluster(env_dir: Path) -> None:
     if os.geteuid() != 0:
         pytest.skip("PCBENCH_SLURM_START=1 needs root (start.sh runs the Slurm daemons as root)")
@@ -105,9 +113,10 @@ def slurm_cluster():
             pytest.skip(f"Slurm client `{tool}` not on PATH (apt-get install slurm-client; see tests/slurm/README.md)")
     env_dir = Path(env_dir or DEFAULT_DIR)
     started_here = False
-    if want_start and not (env_dir / "run" / "slurmctld.pid").exists():
+    if want_start:
+        # start.sh is idempotent; stop at the end only what was not running before
+        started_here = not _alive(env_dir / "run" / "slurmctld.pid", "slurmctld")
         _start_cluster(env_dir)
-        started_here = True
     env_sh = env_dir / "env.sh"
     if not env_sh.exists():
         pytest.fail(f"PCBENCH_SLURM_DIR={env_dir} has no env.sh: run tests/slurm/start.sh first", pytrace=False)
