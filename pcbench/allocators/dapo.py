@@ -1,0 +1,44 @@
+"""DAPO dynamic sampling: draw gen_batch candidates x n, keep groups whose acc varies.
+
+Rounds repeat until train_batch groups are kept (at most max_rounds); exactly train_batch
+train, the surplus of the last round is discarded. Kept groups carry over an epoch
+boundary (as the DAPO recipe's accumulation does).
+"""
+
+from __future__ import annotations
+
+from pcbench.allocators.base import (AllocContext, Allocator, Group, Request, StepBatch,
+                                     register_allocator, take_or_roll)
+
+
+@register_allocator("dapo")
+class DAPO(Allocator):
+    @classmethod
+    def validate(cls, cfg, train_batch: int) -> None:
+        if cfg.n < 2:
+            raise ValueError(f"method.n={cfg.n}: a group needs at least 2 rollouts; set method.n >= 2")
+        if cfg.gen_batch_size < train_batch:
+            raise ValueError(f"method.gen_batch_size={cfg.gen_batch_size} < train batch {train_batch}; "
+                             f"set method.gen_batch_size >= the train batch (the paper uses 3x)")
+
+    def next_batch(self, ctx: AllocContext) -> StepBatch:
+        kept: list[Group] = []
+        rounds = filtered = 0
+        n = int(self.cfg.n)
+        while len(kept) < self.train_batch:
+            rounds += 1
+            self.round_limit(rounds, len(kept))
+            ids = take_or_roll(ctx, int(self.cfg.gen_batch_size))
+            for out in ctx.generate([Request(pid, n, "plain") for pid in ids]):
+                if out.acc.std() > 0:
+                    kept.append(Group(out.prompt_id, [out]))
+                else:
+                    filtered += 1
+                    ctx.ledger.discarded("filtered", n)
+        surplus = kept[self.train_batch:]
+        if surplus:
+            ctx.ledger.discarded("surplus", sum(g.size for g in surplus))
+        groups = kept[:self.train_batch]
+        ctx.ledger.trained(sum(g.size for g in groups))
+        return StepBatch(groups, {"alloc/rounds": rounds, "alloc/filtered": filtered,
+                                  "alloc/surplus": len(surplus)})
