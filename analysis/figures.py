@@ -37,11 +37,13 @@ from analysis.scoring import method_order, resolve_targets  # noqa: E402
 from analysis.speedup import parse_target, report_warnings  # noqa: E402
 
 BAND = "band: min..max over seeds"
+MARKER_MAX = 25   # draw point markers on curves with at most this many points
+BAR_MAX = 40      # rollouts_by_kind: bars up to this many steps, stepped areas beyond
 
 
 def _curve(ax, rows: pd.DataFrame, color: str, text: str) -> None:
     """One seed-mean line (markers when few points) with its min..max band."""
-    marker = "o" if len(rows) <= 40 else None
+    marker = "o" if len(rows) <= MARKER_MAX else None
     ax.plot(rows["x"], rows["y"], color=color, label=text, marker=marker, ms=3, lw=1.6)
     if (rows["n_seeds"] > 1).any():
         ax.fill_between(rows["x"], rows["y_low"], rows["y_high"], color=color, alpha=0.15, lw=0)
@@ -49,24 +51,27 @@ def _curve(ax, rows: pd.DataFrame, color: str, text: str) -> None:
 
 def _acc_panel(ax, panel: pd.DataFrame, colors: dict, xlabel: str) -> None:
     unit = panel["x_unit"].iloc[0]
+    has_target = (panel["series"] == "target").any()
     for method in method_order(panel.loc[panel["series"] == "curve", "method"]):
         rows = panel[panel["method"] == method]
-        _curve(ax, rows[rows["series"] == "curve"], colors[method], label(method))
-        for _, hit in rows[rows["series"] == "crossing"].iterrows():
-            ax.scatter([hit["x"]], [hit["y"]], s=45, color=colors[method], edgecolor="black", zorder=5)
-            ax.annotate(f"{hit['x']:.1f}{unit}", (hit["x"], hit["y"]), textcoords="offset points",
-                        xytext=(4, -11), fontsize=7, color=colors[method])
+        hits = rows[rows["series"] == "crossing"]
+        text = label(method)
+        if has_target:
+            text += f" (crosses at {hits['x'].iloc[0]:.1f}{unit})" if len(hits) else " (does not cross)"
+        _curve(ax, rows[rows["series"] == "curve"], colors[method], text)
+        if len(hits):
+            ax.scatter(hits["x"], hits["y"], s=45, color=colors[method], edgecolor="black", zorder=5)
     handles, _ = ax.get_legend_handles_labels()
     for _, tgt in panel[panel["series"] == "target"].iterrows():
         handles.append(ax.axhline(tgt["y"], ls="--", color="black", lw=1, label=f"target {tgt['y']:.1f}%"))
         handles.append(Line2D([], [], marker="o", ls="", color="grey", mec="black",
                               label="first crossing (seed mean)"))
-    if not (panel["series"] == "target").any():
+    if not has_target:
         ax.text(0.02, 0.97, "no target (no baseline runs; see --target)", transform=ax.transAxes,
                 va="top", fontsize=8, color="grey")
     ax.set_xlabel(f"{xlabel}{unit_suffix(unit)}")
     ax.set_ylabel("average val accuracy (%)")
-    ax.legend(handles=handles, loc="lower right", fontsize=8)
+    ax.legend(handles=handles, loc="best", fontsize=8)
 
 
 def draw_acc_vs_rollouts(table: pd.DataFrame, colors: dict):
@@ -102,17 +107,27 @@ def draw_per_set(table: pd.DataFrame, colors: dict):
 
 
 def _kind_panel(ax, rows: pd.DataFrame, top: float) -> None:
+    """Stacked pilot/commit/plain per step, discarded hatched over them: bars for few steps,
+    stepped areas (same numbers, one polygon per kind) for many."""
     steps = rows["step"].to_numpy(dtype=float)
+    bars = len(steps) <= BAR_MAX
     width = 0.8 * (min(pd.Series(steps).diff().dropna().min(), 1.0) if len(steps) > 1 else 1.0)
     bottom = pd.Series(0.0, index=rows.index)
     for kind in curves.KINDS:
         if not (rows[kind] > 0).any():
             continue
-        ax.bar(steps, rows[kind], width, bottom=bottom, color=KIND_COLORS[kind], label=kind, lw=0)
+        if bars:
+            ax.bar(steps, rows[kind], width, bottom=bottom, color=KIND_COLORS[kind], label=kind, lw=0)
+        else:
+            ax.fill_between(steps, bottom, bottom + rows[kind], step="mid", color=KIND_COLORS[kind],
+                            label=kind, lw=0)
         bottom = bottom + rows[kind]
     if (rows["discarded"] > 0).any():
-        ax.bar(steps, rows["discarded"], width, facecolor="none", edgecolor="black", hatch="///", lw=0.6,
-               label="discarded (part of the above)")
+        style = dict(facecolor="none", edgecolor="#252525", hatch="///", label="discarded (part of the above)")
+        if bars:
+            ax.bar(steps, rows["discarded"], width, lw=0.6, **style)
+        else:
+            ax.fill_between(steps, 0, rows["discarded"], step="mid", lw=0, **style)
     ax.set_ylim(0, 1.15 * top if top > 0 else 1)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("training step")
@@ -155,7 +170,7 @@ def draw_pc_states(table: pd.DataFrame, colors: dict):
             for color, (col, text) in zip(PC_COLORS, series.items()):
                 if group[col].notna().any():
                     ax.plot(group["step"], group[col], color=color, label=text, lw=1.6,
-                            marker="o" if len(group) <= 40 else None, ms=3)
+                            marker="o" if len(group) <= MARKER_MAX else None, ms=3)
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.set_xlabel("training step")
             ax.set_ylabel(ylabel)
@@ -253,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     written, skipped = make_figures(metrics, targets, args.out, args.only)
     for message in skipped:
         print(message, file=sys.stderr)
-    for stem, paths in written.items():
+    for stem in written:
         print(f"wrote {args.out / stem}.{{pdf,png,csv}}")
     return 0
 

@@ -39,7 +39,8 @@ def parse_target(text: str) -> str | float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: use grpo-best (or <method>-best) or a fraction like 0.473")
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: use grpo-best (or <method>-best) or a fraction like 0.473") from None
     if not 0.0 <= value <= 1.0:
         hint = f"; {text} looks like a percent, pass {value / 100:g}" if 1.0 < value <= 100.0 else ""
         raise argparse.ArgumentTypeError(f"{text}: the target is a val/acc fraction in [0, 1]{hint}")

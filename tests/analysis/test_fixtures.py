@@ -6,7 +6,8 @@ import importlib.util
 
 
 def load_generator(repo):
-    spec = importlib.util.spec_from_file_location("pcbench_make_fixture_runs", repo / "tests" / "fixtures" / "make_runs.py")
+    path = repo / "tests" / "fixtures" / "make_runs.py"
+    spec = importlib.util.spec_from_file_location("pcbench_make_fixture_runs", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
