@@ -1,0 +1,128 @@
+"""One run = one folder that describes itself (docs/run_folder.md).
+
+The folder name is derived from the config that defines the experiment (dora-style
+signature), so the same command maps to the same folder: an unfinished run resumes, a
+finished one is refused, a different config never merges into it. Every file is written
+so that a crash at any point leaves it readable: metrics are append-only and flushed per
+line, everything else goes to a temp name and is renamed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+# Keys that do not change what a run computes: they stay out of the run's identity.
+NON_IDENTITY_KEYS = ("logging", "paths", "resume", "dry_run", "hydra")
+
+
+class RunFolderError(RuntimeError):
+    """The run folder cannot be used as asked (finished already, or holds another config)."""
+
+
+def identity(cfg: DictConfig) -> dict:
+    data = OmegaConf.to_container(cfg, resolve=True)
+    for key in NON_IDENTITY_KEYS:
+        data.pop(key, None)
+    return data
+
+
+def run_id(cfg: DictConfig) -> str:
+    blob = json.dumps(identity(cfg), sort_keys=True, default=str)
+    digest = hashlib.sha256(blob.encode()).hexdigest()[:8]
+    safe = lambda s: str(s).replace("/", "_").replace(" ", "_")
+    return f"{safe(cfg.method.name)}-{safe(cfg.model.name)}-{safe(cfg.data.name)}-s{cfg.seed}-{digest}"
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=float) + "\n")
+
+
+class RunDir:
+    def __init__(self, path: Path, resumed: bool):
+        self.path = Path(path)
+        self.resumed = resumed
+
+    @property
+    def metrics_path(self) -> Path:
+        return self.path / "metrics.jsonl"
+
+    @property
+    def checkpoint_dir(self) -> Path:
+        return self.path / "checkpoint"
+
+    @classmethod
+    def prepare(cls, cfg: DictConfig) -> "RunDir":
+        """Create the folder for cfg, or reopen an unfinished one with the same config."""
+        path = Path(cfg.paths.results) / str(cfg.experiment) / run_id(cfg)
+        config_text = OmegaConf.to_yaml(cfg, resolve=True)
+        if (path / "config.yaml").exists():
+            return cls._reopen(path, cfg)
+        path.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path / "config.yaml", config_text)
+        return cls(path, resumed=False)
+
+    @classmethod
+    def _reopen(cls, path: Path, cfg: DictConfig) -> "RunDir":
+        summary = path / "summary.json"
+        if summary.exists() and json.loads(summary.read_text()).get("status") == "finished":
+            raise RunFolderError(f"{path} is a finished run of this exact config; delete the folder to "
+                                 f"rerun it, or change seed=/experiment= for a new run")
+        stored = OmegaConf.load(path / "config.yaml")
+        if json.dumps(identity(stored), sort_keys=True, default=str) != json.dumps(identity(cfg), sort_keys=True, default=str):
+            raise RunFolderError(f"{path}/config.yaml holds a different config than this command; refusing to "
+                                 f"merge: delete the folder or change experiment=")
+        if cfg.resume == "never":
+            raise RunFolderError(f"{path} exists (unfinished) and resume=never; use resume=auto to continue it "
+                                 f"or delete the folder")
+        return cls(path, resumed=True)
+
+    # -- metrics ----------------------------------------------------------------------------
+    def append_metrics(self, row: dict) -> None:
+        line = json.dumps(row, sort_keys=True, default=float)
+        with open(self.metrics_path, "a") as f:
+            f.write(line + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    def read_metrics(self) -> list[dict]:
+        """Complete lines only: a torn last line from a crash is ignored."""
+        if not self.metrics_path.exists():
+            return []
+        rows = []
+        for line in self.metrics_path.read_text().splitlines():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                break
+        return rows
+
+    def truncate_metrics(self, last_step: int) -> list[dict]:
+        """Keep lines with step <= last_step (the checkpoint) so a resume never duplicates steps."""
+        rows = [r for r in self.read_metrics() if int(r["step"]) <= last_step]
+        atomic_write_text(self.metrics_path, "".join(json.dumps(r, sort_keys=True, default=float) + "\n" for r in rows))
+        return rows
+
+    def write_summary(self, summary: dict) -> None:
+        atomic_write_json(self.path / "summary.json", summary)
