@@ -257,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     runs, metrics, warnings = load_runs(args.dirs)
     report_warnings(warnings)
-    if runs.empty or metrics.empty:
+    if runs.empty:
         print(f"error: no runs found under {', '.join(map(str, args.dirs))} "
               "(a run is a folder with config.yaml and metrics.jsonl)", file=sys.stderr)
         return 2

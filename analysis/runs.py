@@ -31,6 +31,7 @@ ID_COLUMNS = ("run_id", "path", "method", "model", "data", "seed", "step", "cumu
 RUN_COLUMNS = ("run_id", "path", "experiment", "method", "model", "data", "seed", "backend", "status",
                "n_lines", "n_evals", "last_step", "final_cumulative_rollouts", "final_val_acc")
 ACC = "val/acc"
+MAX_LINE_WARNINGS = 5
 UNFINISHED = "unfinished"
 
 # config.yaml key path -> runs column
@@ -98,7 +99,12 @@ def read_config(run_dir: Path) -> tuple[dict | None, list[str]]:
 
 
 def _parse_line(text: str, where: str) -> tuple[dict | None, str | None]:
-    """One metrics line as a dict, or (None, warning)."""
+    """One metrics line as a dict of numbers, or (None, warning).
+
+    Values that are not numbers (strings, lists, null) are dropped from the line, since every
+    metric of the contract is a number; the warning names them and the line is kept. NaN (a
+    diverged loss, say) is kept as a number.
+    """
     try:
         row = json.loads(text)
     except json.JSONDecodeError:
@@ -106,18 +112,20 @@ def _parse_line(text: str, where: str) -> tuple[dict | None, str | None]:
     if not isinstance(row, dict):
         return None, f"{where}: line is not a JSON object, skipped"
     for key in ("step", "cumulative_rollouts"):
-        value = row.get(key)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        if not _is_number(row.get(key)):
             return None, f"{where}: line without a numeric {key!r}, skipped"
     row["step"] = int(row["step"])
-    return row, None
+    bad = sorted(k for k, v in row.items() if not isinstance(v, (int, float)))  # bools and nan stay
+    for key in bad:
+        del row[key]
+    return row, (f"{where}: non-numeric value(s) dropped for {', '.join(bad)}" if bad else None)
 
 
 def read_metrics(run_dir: Path) -> tuple[list[dict], list[str]]:
     """The lines of metrics.jsonl, one per step sorted by step.
 
     If steps do not increase strictly (a resume that re-logged steps) the last line written
-    for a step wins, with one warning for the run.
+    for a step wins, with one warning for the run. At most MAX_LINE_WARNINGS per file.
     """
     path = run_dir / "metrics.jsonl"
     warnings: list[str] = []
@@ -133,12 +141,15 @@ def read_metrics(run_dir: Path) -> tuple[list[dict], list[str]]:
         row, problem = _parse_line(text, f"{path}:{lineno}")
         if problem:
             warnings.append(problem)
+        if row is None:
             continue
         if last_step is not None and row["step"] <= last_step and backwards is None:
             backwards = f"{path}:{lineno}: step {row['step']} after step {last_step} (steps must increase); " \
                         "keeping the last line written for each step"
         last_step = row["step"]
         by_step[row["step"]] = row
+    if len(warnings) > MAX_LINE_WARNINGS:
+        warnings = warnings[:MAX_LINE_WARNINGS] + [f"{path}: {len(warnings) - MAX_LINE_WARNINGS} more bad lines"]
     rows = [by_step[s] for s in sorted(by_step)]
     if backwards:
         warnings.append(backwards)

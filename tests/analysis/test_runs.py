@@ -105,3 +105,20 @@ def test_a_root_that_is_itself_a_run(make_run):
     run = make_run("dapo", 3, {0: 0.1, 4: 0.2})
     runs, metrics, warnings = load_runs([run])
     assert runs["method"].tolist() == ["dapo"] and len(metrics) == 5 and warnings == []
+
+
+def test_non_numeric_values_are_dropped_and_bad_lines_capped(tmp_path, make_run):
+    run = make_run("grpo", 0, {0: 0.1, 2: 0.2}, n_steps=2)
+    with open(run / "metrics.jsonl", "a") as f:
+        f.write(json.dumps({"step": 3, "cumulative_rollouts": 3000, "val/acc": "high", "ok": True}) + "\n")
+        f.write('{"step": 4, "cumulative_rollouts": 4000, "train/loss": NaN}\n')
+        f.write("\x00garbage\n" * 8)
+    runs, metrics, warnings = load_runs([tmp_path])
+    assert metrics["step"].tolist() == [0, 1, 2, 3, 4]
+    step3 = metrics[metrics["step"] == 3].iloc[0]
+    assert step3["ok"] == 1 and step3.isna()["val/acc"]          # "high" dropped, bool kept
+    assert metrics[metrics["step"] == 4]["train/loss"].isna().all()  # NaN kept as missing
+    assert runs["n_evals"].tolist() == [2] and runs["final_val_acc"].tolist() == [0.2]
+    assert any("metrics.jsonl:4: non-numeric value(s) dropped for val/acc" in w for w in warnings)
+    bad = [w for w in warnings if "metrics.jsonl" in w]
+    assert len(bad) == 6 and bad[-1].endswith("metrics.jsonl: 4 more bad lines")

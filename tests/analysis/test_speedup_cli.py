@@ -107,3 +107,17 @@ def test_seed_changes_only_intervals(repo, fixture_runs):
     b = json.loads(run_cli(repo, fixture_runs, "--format", "json", "--seed", "1").stdout)
     assert a == b
     assert [r["rollouts_to_target"] for r in a][:3] == [5_000_000, 15_500_000, 4_500_000]
+
+
+def test_runs_without_any_evaluation_give_an_empty_report(repo, make_run, tmp_path):
+    make_run("grpo", 0, {})
+    proc = run_cli(repo, tmp_path / "runs", "--format", "json")
+    assert proc.returncode == 0 and json.loads(proc.stdout) == []
+    assert "no evaluation lines" in proc.stderr
+
+
+def test_baseline_option_moves_the_target(repo, fixture_runs):
+    proc = run_cli(repo, fixture_runs, "--format", "json", "--baseline", "dapo")
+    rec = {(r["model"], r["method"]): r for r in json.loads(proc.stdout)}
+    assert rec[("toy-4b", "grpo")]["target"] == pytest.approx(0.34)       # DAPO's best seed mean
+    assert rec[("toy-4b", "dapo")]["reached"] == 1                        # seed 1 logged .35
