@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -68,3 +69,67 @@ def test_embedded_sweep_runs_as_job_array(slurm_cluster, trainer_available, tmp_
     assert sorted(runs["method"]) == sorted(METHODS), (runs, warnings)
     assert set(runs["status"]) == {"finished"}, runs[["method", "status"]]
     assert (runs["last_step"] == 2).all(), runs[["method", "last_step"]]
+
+
+def _steps(run: Path) -> list[int]:
+    path = run / "metrics.jsonl"
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            out.append(int(json.loads(line)["step"]))
+        except (ValueError, KeyError):
+            break  # a line being written
+    return out
+
+
+def test_requeued_trainer_job_resumes_from_its_checkpoint(needs_accounting, trainer_available, tmp_path):
+    """`scontrol requeue` of a running pcbench.run job: submitit reruns it from scratch (no
+    checkpoint() on an external requeue), the rerun finds the same run folder (same config ->
+    same run_id) and resumes from checkpoint/: every step exactly once, one summary."""
+    import time
+
+    STEPS = 80
+    results = tmp_path / "results"
+    cache = needs_accounting.dir / "pcbench-cache"
+    cmd = [sys.executable, "-m", "pcbench.run", "-m", "+cluster=debug_ci", "method=grpo",
+           *[o for o in TINY if not o.startswith(("train.steps", "train.eval_every"))],
+           # ~6 steps/s: long enough that the first attempt, which ignores SIGTERM and runs on
+           # for KillWait (5 s) after the requeue, is SIGKILLed before it finishes
+           f"train.steps={STEPS}", "train.eval_every=40", "train.checkpoint_every=1",
+           f"paths.results={results}", f"paths.cache={cache}"]
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    job_ids: list[str] = []
+    try:
+        deadline = time.monotonic() + 120
+        run = None
+        while time.monotonic() < deadline and proc.poll() is None:
+            runs = list(results.glob("embedded/*/metrics.jsonl"))
+            if runs and len(_steps(runs[0].parent)) >= 3:   # step 0 eval + 2 training steps
+                run = runs[0].parent
+                break
+            time.sleep(0.2)
+        assert run is not None, f"run did not reach step 2 (rc={proc.poll()})"
+        # a one-job sweep is a plain job (submitit only makes arrays of >= 2): .submitit/<jobid>/
+        job_ids = [p.name for p in results.glob(".hydra/multirun_*/.submitit/*") if p.is_dir()]
+        assert len(job_ids) == 1, job_ids
+        needs_accounting.cmd("scontrol", "requeue", job_ids[0])
+        out, _ = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            needs_accounting.cmd("scancel", *job_ids, check=False)
+    assert proc.returncode == 0, out[-6000:]
+    log = next(results.glob(f".hydra/multirun_*/.submitit/{job_ids[0]}/*_log.out")).read_text()
+    # submitit's log: two starts, SIGTERM ignored (no checkpoint()), then the trainer's resume line
+    assert log.count("Starting with JobEnvironment") == 2, log[-3000:]
+    assert "Bypassing signal SIGTERM" in log and "Calling checkpoint method" not in log, log[-3000:]
+    resumed = re.search(r"resumed \S+ at step (\d+)", log)
+    assert resumed and 2 <= int(resumed.group(1)) < STEPS, log[-3000:]
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["status"] == "finished" and summary["steps"] == STEPS
+    assert _steps(run) == list(range(0, STEPS + 1)), _steps(run)   # no step twice, none skipped
+    show = needs_accounting.cmd("scontrol", "show", "job", job_ids[0])
+    assert "Restarts=1" in show, show
