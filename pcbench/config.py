@@ -57,6 +57,11 @@ class TrainConfig:
 
 
 @dataclass
+class RolloutConfig:
+    n: int = 16  # rollouts per trained prompt (the GRPO group size the methods share)
+
+
+@dataclass
 class LoggingConfig:
     progress: bool = True
     wandb: bool = False
@@ -74,6 +79,7 @@ class PathsConfig:
 class RootConfig:
     experiment: str = "embedded"
     seed: int = 0
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
     method: MethodConfig = field(default_factory=MethodConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     model: Any = MISSING
@@ -120,6 +126,11 @@ def check_config(cfg: DictConfig) -> None:
         raise ConfigError("train.temperature and train.val_temperature must be > 0")
     if cfg.resume not in ("auto", "never"):
         raise ConfigError(f"resume={cfg.resume!r}: use resume=auto (continue an unfinished run) or resume=never")
+    for group in ("model", "data"):
+        want = cfg[group].get("backend")
+        if want is not None and want != cfg.backend.name:
+            raise ConfigError(f"{group}={cfg[group].name} runs on backend={want}, not backend={cfg.backend.name}; "
+                              f"add backend={want} (or pick a {cfg.backend.name} {group})")
     try:
         cls = get_allocator_cls(cfg.method.name)
         cls.validate(cfg.method, t.batch_size)

@@ -20,6 +20,9 @@ from omegaconf import DictConfig, OmegaConf
 
 # Keys that do not change what a run computes: they stay out of the run's identity.
 NON_IDENTITY_KEYS = ("logging", "paths", "resume", "dry_run", "hydra")
+# train.* keys that change how a run executes, not what it computes (threads: results are
+# bit-identical only at a fixed thread count, but a user moving a run between machines keeps its folder)
+NON_IDENTITY_TRAIN_KEYS = ("threads", "checkpoint_every")
 
 
 class RunFolderError(RuntimeError):
@@ -30,6 +33,8 @@ def identity(cfg: DictConfig) -> dict:
     data = OmegaConf.to_container(cfg, resolve=True)
     for key in NON_IDENTITY_KEYS:
         data.pop(key, None)
+    for key in NON_IDENTITY_TRAIN_KEYS:
+        data.get("train", {}).pop(key, None)
     return data
 
 
@@ -83,10 +88,15 @@ class RunDir:
         atomic_write_text(path / "config.yaml", config_text)
         return cls(path, resumed=False)
 
+    def finished(self) -> bool:
+        summary = self.path / "summary.json"
+        return summary.exists() and json.loads(summary.read_text()).get("status") == "finished"
+
     @classmethod
     def _reopen(cls, path: Path, cfg: DictConfig) -> "RunDir":
-        summary = path / "summary.json"
-        if summary.exists() and json.loads(summary.read_text()).get("status") == "finished":
+        if cls(path, resumed=True).finished() and int(os.environ.get("SLURM_RESTART_COUNT", "0") or 0) > 0:
+            return cls(path, resumed=True)  # a Slurm requeue that raced the run's end: nothing to do
+        if cls(path, resumed=True).finished():
             raise RunFolderError(f"{path} is a finished run of this exact config; delete the folder to "
                                  f"rerun it, or change seed=/experiment= for a new run")
         stored = OmegaConf.load(path / "config.yaml")

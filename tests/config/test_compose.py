@@ -1,0 +1,81 @@
+"""Every config composes, and every impossible setting fails at composition with one line."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from pcbench.config import ConfigError, check_config, register_configs
+
+CONF = str(Path(__file__).resolve().parents[2] / "conf")
+register_configs()
+
+
+def cfg_of(*overrides):
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        return compose(config_name="config", overrides=list(overrides))
+
+
+@pytest.mark.parametrize("method", ["grpo", "dapo", "pilot_commit"])
+def test_embedded_methods_compose_with_paper_ratios(method):
+    cfg = cfg_of(f"method={method}")
+    check_config(cfg)
+    m = cfg.method
+    assert m.name == method and m.n == cfg.rollout.n == 16
+    if method != "grpo":
+        assert m.gen_batch_size == 3 * cfg.train.batch_size  # 3x candidate pool
+    if method == "pilot_commit":
+        assert (m.n_pilot, m.n_commit, m.lower, m.upper, m.staleness) == (4, 12, 0.125, 0.25, 4)
+
+
+def test_pilot_split_follows_rollout_n():
+    cfg = cfg_of("method=pilot_commit", "rollout.n=64")
+    assert (cfg.method.n_pilot, cfg.method.n_commit) == (16, 48)
+
+
+@pytest.mark.parametrize("overrides,needle", [
+    (["method=pilot_commit", "method.n_pilot=16"], "method.n_pilot=16 must be in [1, method.n=16)"),
+    (["method=pilot_commit", "method.n_commit=5"], "set n_commit = n - n_pilot"),
+    (["method=pilot_commit", "method.lower=0.9"], "keeps nothing"),
+    (["method=pilot_commit", "method.upper=-0.1"], "keeps nothing"),
+    (["method=dapo", "method.gen_batch_size=4"], "method.gen_batch_size=4 < train batch 8"),
+    (["method=pilot_commit", "method.staleness=-1"], "staleness"),
+    (["train.mini_batch_size=3"], "not divisible by train.mini_batch_size=3"),
+    (["train.steps=0"], "train.steps=0"),
+    (["train.top_p=1.5"], "top_p"),
+    (["resume=sometimes"], "resume=auto"),
+    (["method=grpo", "rollout.n=1"], "at least 2 rollouts"),
+])
+def test_impossible_settings_fail_in_one_line(overrides, needle):
+    with pytest.raises(ConfigError) as e:
+        check_config(cfg_of(*overrides))
+    assert needle in str(e.value) and "\n" not in str(e.value)
+
+
+def test_misspelt_key_is_rejected_at_composition():
+    with pytest.raises(Exception, match="n_pilots"):
+        cfg_of("method=pilot_commit", "method.n_pilots=8")
+
+
+def test_cli_reports_config_errors_in_one_line_before_any_work(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "pcbench.run", "method=pilot_commit", "method.n_commit=3",
+                           f"paths.results={tmp_path}"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "pcbench: config error: method.n_pilot + method.n_commit = 7 != method.n=16; set n_commit = n - n_pilot"]
+    assert [p.name for p in tmp_path.iterdir()] in ([], [".hydra"])  # no run folder, only Hydra's log dir
+
+
+def test_cli_unknown_method_lists_choices(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "pcbench.run", "method=gpro", f"paths.results={tmp_path}"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and "Available options in 'method'" in proc.stderr
+    assert "grpo" in proc.stderr and "pilot_commit" in proc.stderr
+
+
+def test_resolved_config_keeps_identity_keys():
+    c = OmegaConf.to_container(cfg_of("method=dapo", "seed=3"), resolve=True)
+    assert c["method"]["name"] == "dapo" and c["seed"] == 3 and c["model"]["name"] and c["data"]["name"]
