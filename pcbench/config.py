@@ -85,6 +85,7 @@ class RootConfig:
     model: Any = MISSING
     data: Any = MISSING
     backend: Any = MISSING
+    verl: Any = None  # backend=verl only: verl's own config tree (conf/verl/ppo_trainer.yaml)
     logging: LoggingConfig = field(default_factory=LoggingConfig)
     paths: PathsConfig = field(default_factory=PathsConfig)
     resume: str = "auto"  # auto: resume an unfinished run folder; never: refuse if it exists

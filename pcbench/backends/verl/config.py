@@ -1,0 +1,95 @@
+"""pcbench's composed config -> the standalone verl config a verl run takes.
+
+`cfg.verl` is verl's own ppo_trainer tree (conf/verl/ppo_trainer.yaml) with pcbench's values
+interpolated in (conf/backend/verl.yaml). Resolving it against the whole pcbench config and
+cutting it loose gives exactly what `python -m verl.trainer.main_ppo` would hold, plus one
+top-level key `pcbench:` (verl's section dataclasses reject unknown keys, its root does not)
+that the `pcbench` trainer mode reads: the method, batch, seed and run folder.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+import pcbench
+from pcbench.config import ConfigError
+
+REPO = Path(pcbench.__file__).resolve().parents[1]
+PLUGIN = "pcbench.backends.verl.trainer"
+REWARD_FILE = Path(pcbench.__file__).resolve().parent / "reward" / "verl_entry.py"
+
+# (verl key, pcbench key): verl.* values the backend yaml derives from pcbench settings. A user
+# who overrides the verl side directly would desynchronise the allocator from the trainer.
+MIRRORED = [
+    ("data.train_batch_size", "train.batch_size"),
+    ("actor_rollout_ref.actor.ppo_mini_batch_size", "train.mini_batch_size"),
+    ("actor_rollout_ref.rollout.n", "method.n"),
+    ("trainer.total_training_steps", "train.steps"),
+]
+
+
+def check_backend_config(cfg: DictConfig) -> None:
+    """One-line ConfigErrors for a verl run that cannot work, before anything is built."""
+    if str(cfg.model.get("backend", "")) != "verl":
+        raise ConfigError(f"model={cfg.model.name} is for backend={cfg.model.get('backend')}; the verl backend needs "
+                          f"a verl model config, e.g. model=qwen2.5-math-1.5b (conf/model/qwen*.yaml)")
+    if "train_files" not in cfg.data or "val_files" not in cfg.data:
+        raise ConfigError(f"data={cfg.data.name} has no train_files/val_files; the verl backend needs a parquet "
+                          f"data config, e.g. data=deepmath (conf/data/deepmath.yaml)")
+    for verl_key, pcb_key in MIRRORED:
+        v, p = OmegaConf.select(cfg.verl, verl_key), OmegaConf.select(cfg, pcb_key)
+        if v != p:
+            raise ConfigError(f"verl.{verl_key}={v} differs from {pcb_key}={p}; set {pcb_key} instead "
+                              f"(pcbench's allocator reads it)")
+    if cfg.verl.algorithm.filter_groups.enable:
+        raise ConfigError("verl.algorithm.filter_groups.enable=true would filter groups twice; use method=dapo")
+    if cfg.verl.trainer.v1.trainer_mode != "pcbench" or not cfg.verl.trainer.use_v1:
+        raise ConfigError("the verl backend needs verl.trainer.use_v1=true and verl.trainer.v1.trainer_mode=pcbench")
+
+
+def runtime_env_vars() -> dict[str, str]:
+    """Set for every Ray worker: our trainer registers itself on `import verl`, pcbench is importable."""
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    return {"VERL_USE_EXTERNAL_MODULES": PLUGIN, "PYTHONPATH": path}
+
+
+def build_verl_config(cfg: DictConfig, run_dir: str | None, resumed: bool = False, run_name: str = "") -> DictConfig:
+    """Resolved, standalone verl config (with the `pcbench:` key) for this pcbench config."""
+    check_backend_config(cfg)
+    verl = OmegaConf.create(OmegaConf.to_container(cfg.verl, resolve=True))
+    rf = verl.reward.custom_reward_function
+    if rf.path in (None, "pcbench/reward/verl_entry.py"):
+        rf.path = str(REWARD_FILE)  # absolute: reward workers may not start in this directory
+    if run_dir is not None:
+        verl.trainer.default_local_dir = str(Path(run_dir).resolve() / "checkpoint")
+    if run_name:
+        verl.trainer.experiment_name = run_name
+    if cfg.logging.get("wandb", False) and "wandb" not in verl.trainer.logger:
+        verl.trainer.logger = list(verl.trainer.logger) + ["wandb"]
+    ray_init = verl.ray_kwargs.ray_init
+    if cfg.backend.get("ray_num_cpus") is not None:
+        ray_init.num_cpus = int(cfg.backend.ray_num_cpus)
+    env = dict(ray_init.runtime_env.get("env_vars") or {})
+    ray_init.runtime_env.env_vars = {**runtime_env_vars(), **env}
+    verl.pcbench = {
+        "method": OmegaConf.to_container(cfg.method, resolve=True),
+        "train_batch": int(cfg.train.batch_size),
+        "seed": int(cfg.seed),
+        "run_dir": None if run_dir is None else str(Path(run_dir).resolve()),
+        "resumed": bool(resumed),
+        "backend": {"poll_interval_s": float(cfg.backend.poll_interval_s),
+                    "max_retries": int(cfg.backend.max_retries)},
+    }
+    return verl
+
+
+def verl_command(config_file: str | Path) -> str:
+    """The verl command equivalent to this run: verl's own entry on the written config."""
+    p = Path(config_file)
+    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in runtime_env_vars().items())
+    return f"{env} python -m verl.trainer.main_ppo --config-path {shlex.quote(str(p.parent.resolve()))} " \
+           f"--config-name {shlex.quote(p.stem)}"
