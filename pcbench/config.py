@@ -127,6 +127,9 @@ def check_config(cfg: DictConfig) -> None:
         raise ConfigError("train.temperature and train.val_temperature must be > 0")
     if cfg.resume not in ("auto", "never"):
         raise ConfigError(f"resume={cfg.resume!r}: use resume=auto (continue an unfinished run) or resume=never")
+    if cfg.backend.name != "verl" and cfg.get("verl") is not None:
+        raise ConfigError(f"verl.* settings only apply to backend=verl (this run uses backend={cfg.backend.name}); "
+                          f"drop the verl.* overrides or add backend=verl")
     for group in ("model", "data"):
         want = cfg[group].get("backend")
         if want is not None and want != cfg.backend.name:

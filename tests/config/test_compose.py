@@ -41,13 +41,14 @@ def test_pilot_split_follows_rollout_n():
     (["method=pilot_commit", "method.n_commit=5"], "set n_commit = n - n_pilot"),
     (["method=pilot_commit", "method.lower=0.9"], "keeps nothing"),
     (["method=pilot_commit", "method.upper=-0.1"], "keeps nothing"),
-    (["method=dapo", "method.gen_batch_size=4"], "method.gen_batch_size=4 < train batch 8"),
+    (["method=dapo", "method.gen_batch_size=4"], "method.gen_batch_size=4 < train batch 16"),
     (["method=pilot_commit", "method.staleness=-1"], "staleness"),
     (["train.mini_batch_size=3"], "not divisible by train.mini_batch_size=3"),
     (["train.steps=0"], "train.steps=0"),
     (["train.top_p=1.5"], "top_p"),
     (["resume=sometimes"], "resume=auto"),
     (["method=grpo", "rollout.n=1"], "at least 2 rollouts"),
+    (["+verl.trainer.nnodes=2"], "verl.* settings only apply to backend=verl"),
 ])
 def test_impossible_settings_fail_in_one_line(overrides, needle):
     with pytest.raises(ConfigError) as e:
@@ -79,3 +80,11 @@ def test_cli_unknown_method_lists_choices(tmp_path):
 def test_resolved_config_keeps_identity_keys():
     c = OmegaConf.to_container(cfg_of("method=dapo", "seed=3"), resolve=True)
     assert c["method"]["name"] == "dapo" and c["seed"] == 3 and c["model"]["name"] and c["data"]["name"]
+
+
+def test_dry_run_prints_the_config_and_writes_nothing(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "pcbench.run", "method=pilot_commit", "dry_run=true",
+                           f"paths.results={tmp_path}"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "n_pilot: 4" in proc.stdout and "# would write" in proc.stdout
+    assert not (tmp_path / "embedded").exists()

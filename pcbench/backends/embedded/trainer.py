@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
+from omegaconf import OmegaConf
 from tqdm import tqdm
 
 from pcbench.allocators import AllocContext, StepBatch, build_allocator
@@ -23,7 +25,7 @@ from pcbench.backends.embedded.tokenizer import CharTokenizer
 from pcbench.backends.embedded.warmstart import load_or_train
 from pcbench.ledger import RolloutLedger
 from pcbench.loggers import MetricsLogger
-from pcbench.rundir import RunDir
+from pcbench.rundir import RunDir, run_id
 from pcbench.stream import PromptStream
 
 
@@ -89,6 +91,10 @@ class EmbeddedRun:
 
 def run(cfg) -> dict:
     """Backend entry (conf/backend/embedded.yaml): train one run into its run folder."""
+    if cfg.dry_run:  # show what would run, touch nothing
+        print(OmegaConf.to_yaml(cfg, resolve=True))
+        print(f"# would write {Path(cfg.paths.results) / str(cfg.experiment) / run_id(cfg)}")
+        return {"status": "dry_run"}
     rundir = RunDir.prepare(cfg)
     if rundir.finished():  # only reachable on a Slurm requeue after the run completed
         tqdm.write(f"{rundir.path} already finished; nothing to do")
