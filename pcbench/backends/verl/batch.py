@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from pcbench.allocators.base import Group, Rollouts
-from pcbench.backends.verl.rollout import PARTITION, VerlRows
+from pcbench.backends.verl.rollout import PARTITION, VerlRows, as_fields
 
 
 def group_uid(group: Group) -> str:
@@ -26,15 +26,13 @@ def to_training_batch(groups: list[Group], kv) -> Any:
     """Write one uid per Group into the rows' `uid` field; return KVBatchMeta(keys, tags) of all rows."""
     from transfer_queue import KVBatchMeta
 
-    from verl.utils.tensordict_utils import list_of_dict_to_tensordict
-
     keys, uids = [], []
     for g in groups:
         uid = group_uid(g)
         for part in g.parts:
             keys.extend(part.payload.keys)
             uids.extend([uid] * len(part.payload))
-    kv.kv_batch_put(keys=keys, partition_id=PARTITION, fields=list_of_dict_to_tensordict([{"uid": u} for u in uids]))
+    kv.kv_batch_put(keys=keys, partition_id=PARTITION, fields=as_fields(kv, [{"uid": u} for u in uids]))
     listing = (kv.kv_list(partition_id=PARTITION) or {}).get(PARTITION, {})
     missing = [k for k in keys if k not in listing]
     if missing:

@@ -44,6 +44,17 @@ def new_uid() -> str:
     return uuid.uuid4().hex
 
 
+def as_fields(kv, rows: list[dict]):
+    """Rows -> what kv_batch_put takes: a TensorDict for TransferQueue (the in-memory test store
+    takes the plain list, as 25-50K NonTensorData objects a step would dominate a CPU test)."""
+    maker = getattr(kv, "as_fields", None)
+    if maker is not None:
+        return maker(rows)
+    from verl.utils.tensordict_utils import list_of_dict_to_tensordict
+
+    return list_of_dict_to_tensordict(rows)
+
+
 def session_of(key: str) -> int:
     return int(key.rsplit("_", 2)[1])
 
