@@ -131,6 +131,17 @@ class Allocator(ABC):
         self.rng.bit_generator.state = state["rng"]
 
 
+def require_group_size(cfg: Any) -> None:
+    if cfg.n < 2:
+        raise ValueError(f"method.n={cfg.n}: a GRPO group needs at least 2 rollouts; set method.n >= 2")
+
+
+def require_pool(cfg: Any, train_batch: int) -> None:
+    if cfg.gen_batch_size < train_batch:
+        raise ValueError(f"method.gen_batch_size={cfg.gen_batch_size} < train batch {train_batch}; "
+                         f"set method.gen_batch_size >= the train batch (the paper uses 3x)")
+
+
 ALLOCATORS: dict[str, type[Allocator]] = {}
 
 

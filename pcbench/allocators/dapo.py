@@ -8,18 +8,16 @@ boundary (as the DAPO recipe's accumulation does).
 from __future__ import annotations
 
 from pcbench.allocators.base import (AllocContext, Allocator, Group, Request, StepBatch,
-                                     register_allocator, take_or_roll)
+                                     register_allocator, require_group_size, require_pool,
+                                     take_or_roll)
 
 
 @register_allocator("dapo")
 class DAPO(Allocator):
     @classmethod
     def validate(cls, cfg, train_batch: int) -> None:
-        if cfg.n < 2:
-            raise ValueError(f"method.n={cfg.n}: a group needs at least 2 rollouts; set method.n >= 2")
-        if cfg.gen_batch_size < train_batch:
-            raise ValueError(f"method.gen_batch_size={cfg.gen_batch_size} < train batch {train_batch}; "
-                             f"set method.gen_batch_size >= the train batch (the paper uses 3x)")
+        require_group_size(cfg)
+        require_pool(cfg, train_batch)
 
     def next_batch(self, ctx: AllocContext) -> StepBatch:
         kept: list[Group] = []

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from pcbench.allocators.base import (AllocContext, Allocator, Group, Request, StepBatch,
-                                     register_allocator, take_or_roll)
+                                     register_allocator, require_group_size, take_or_roll)
 
 
 @register_allocator("grpo")
 class GRPO(Allocator):
     @classmethod
     def validate(cls, cfg, train_batch: int) -> None:
-        if cfg.n < 2:
-            raise ValueError(f"method.n={cfg.n}: a GRPO group needs at least 2 rollouts; set method.n >= 2")
+        require_group_size(cfg)
 
     def next_batch(self, ctx: AllocContext) -> StepBatch:
         ids = take_or_roll(ctx, self.train_batch)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from pcbench.allocators.base import (AllocationError, AllocContext, Allocator, Group, Request, StepBatch,
-                                     register_allocator)
+                                     register_allocator, require_pool)
 from pcbench.allocators.replay import ReplayBuffer
 from pcbench.ledger import RolloutLedger
 
@@ -37,9 +37,7 @@ class PilotCommit(Allocator):
         if not (0.0 <= cfg.lower <= 1.0 and 0.0 <= cfg.upper <= 1.0 and cfg.lower <= 1.0 - cfg.upper):
             raise ValueError(f"band lower={cfg.lower}, upper={cfg.upper} keeps nothing: need "
                              f"0 <= lower <= 1 - upper <= 1 (paper: lower=0.125, upper=0.25)")
-        if cfg.gen_batch_size < train_batch:
-            raise ValueError(f"method.gen_batch_size={cfg.gen_batch_size} < train batch {train_batch}; "
-                             f"set it >= the train batch (the paper uses 3x)")
+        require_pool(cfg, train_batch)
         if cfg.staleness < 0:
             raise ValueError(f"method.staleness={cfg.staleness} must be >= 0 (paper: 4 steps)")
 
