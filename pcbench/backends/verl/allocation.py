@@ -103,10 +103,23 @@ class AllocationRun:
         self.stream.load_state_dict(state["stream"])
         self.ledger.load_state_dict(state["ledger"])
         self.live = set(state["live"])
+        drop_unheld(self.kv, self.live)
         self._elapsed_before, self._t0 = float(state["elapsed_s"]), time.monotonic()
         if self.rundir is not None:
             self.rundir.truncate_metrics(step)
         self._last_logged = step
+
+
+def drop_unheld(kv, live: set[str]) -> int:
+    """After a resume: clear `train` rows no one holds (verl's TransferQueue checkpoint is taken
+    before the fit loop clears the step's trained batch, so that batch comes back with it)."""
+    from pcbench.backends.verl.rollout import PARTITION
+
+    listing = (kv.kv_list(partition_id=PARTITION) or {}).get(PARTITION, {})
+    stale = [k for k, tag in listing.items() if not tag.get("is_prompt", False) and k not in live]
+    if stale:
+        kv.kv_clear(keys=stale, partition_id=PARTITION)
+    return len(stale)
 
 
 class _Recorder:
