@@ -24,8 +24,8 @@ CURVE_COLUMNS = ["model", "data", "method", "series", "step", "x", "y", "y_low",
 
 
 def rollout_unit(max_value: float) -> tuple[float, str]:
-    """(divisor, label) for rollout counts: M from 1e5 up, K from 1e3 up, else raw."""
-    if max_value >= 1e5:
+    """(divisor, label) for rollout counts: M from 1e6 up, K from 1e3 up, else raw (so no crossing reads 0.0M)."""
+    if max_value >= 1e6:
         return 1e6, "M"
     if max_value >= 1e3:
         return 1e3, "K"
