@@ -74,6 +74,8 @@ def test_paper_setup_lands_in_verl_keys(paper_cfg):
     ob = v.reward.reward_kwargs.overlong_buffer_cfg
     assert (ob.enable, ob.len, ob.penalty_factor, v.reward.reward_manager.name) == (True, 4096, 1.0, "dapo")
     assert v.reward.custom_reward_function.path.endswith("pcbench/reward/verl_entry.py")
+    assert v.data.train_files.startswith("/") and all(f.startswith("/") for f in v.data.val_files)
+    assert v.actor_rollout_ref.model.path == "Qwen/Qwen2.5-Math-1.5B"  # a hub id stays a hub id
     m = v.pcbench.method
     assert (m.n_pilot, m.n_commit, m.gen_batch_size) == (32, 96, 384)
     # PAPER.md's steady-state cost per step, from the composed settings

@@ -57,10 +57,21 @@ def runtime_env_vars() -> dict[str, str]:
     return {"VERL_USE_EXTERNAL_MODULES": PLUGIN, "PYTHONPATH": path}
 
 
+def _absolute(path: str) -> str:
+    """Local paths absolute (Ray workers do not start in this directory); URIs and hub ids as given."""
+    if "://" in path:
+        return path
+    p = Path(path).expanduser()
+    return str(p.resolve()) if p.is_absolute() or p.exists() or path.endswith(".parquet") else path
+
+
 def build_verl_config(cfg: DictConfig, run_dir: str | None, resumed: bool = False, run_name: str = "") -> DictConfig:
     """Resolved, standalone verl config (with the `pcbench:` key) for this pcbench config."""
     check_backend_config(cfg)
     verl = OmegaConf.create(OmegaConf.to_container(cfg.verl, resolve=True))
+    verl.data.train_files = _absolute(str(verl.data.train_files))
+    verl.data.val_files = [_absolute(str(f)) for f in verl.data.val_files]
+    verl.actor_rollout_ref.model.path = _absolute(str(verl.actor_rollout_ref.model.path))
     rf = verl.reward.custom_reward_function
     if rf.path in (None, "pcbench/reward/verl_entry.py"):
         rf.path = str(REWARD_FILE)  # absolute: reward workers may not start in this directory
