@@ -51,11 +51,11 @@ def test_every_model_data_paper_method_composes_and_passes_verl_schema():
                 _composes(model, data, method, schema=data == DATA[0])
 
 
-def test_neighbour_methods_compose_for_every_model():
-    # the other registered methods (SPEED-RL, GRESO, PODS, ...) at each model's n, data rotating
+def test_neighbour_methods_compose_at_both_group_sizes():
+    # the other registered methods (SPEED-RL, GRESO, PODS, ...) at both group sizes (n = 128 and 64)
     others = [m for m in METHODS if m not in PAPER_METHODS]
     for i, method in enumerate(others):
-        for j, model in enumerate(MODELS):
+        for j, model in enumerate(["qwen2.5-math-1.5b", "qwen3-14b"]):
             _composes(model, DATA[(i + j) % len(DATA)], method)
 
 
