@@ -112,7 +112,10 @@ class PcbenchTrainer(PPOTrainerSync):
 
     def _load_checkpoint(self):
         super()._load_checkpoint()
-        if self.global_steps > 0:
+        if self.global_steps == 0:  # no checkpoint yet: lines of an attempt that crashed before one go
+            if self.alloc_run.rundir is not None:
+                self.alloc_run.rundir.truncate_metrics(-1)
+        else:
             path = os.path.join(self._step_dir(), STATE_FILE)
             if not os.path.exists(path):
                 raise RuntimeError(f"{path} missing: this checkpoint was not written by the pcbench trainer")
