@@ -1,0 +1,122 @@
+"""Markdown for the committed benchmark files (the .json next to each holds every number)."""
+
+from __future__ import annotations
+
+from analysis.report import DID_NOT_REACH, fmt_rollouts
+
+NA = "-"
+GOAL_TEXT = {"pc_vs_grpo": "Pilot-Commit >= {goal}x fewer rollouts to target than GRPO",
+             "pc_vs_dapo": "Pilot-Commit >= {goal}x fewer than DAPO",
+             "bayes_vs_pc": "pilot_commit_bayes ahead of Pilot-Commit (speedup > {goal}x)",
+             "best_vs_oracle": "best allocator within {goal}x of the oracle"}
+
+
+def _x(point, low=None, high=None, ci=True) -> str:
+    if point is None:
+        return NA
+    if not ci:
+        return f"{point:.2f}x"
+    lo = f"{low:.2f}" if low is not None else NA
+    hi = f"{high:.2f}" if high is not None else "inf"
+    return f"{point:.2f}x [{lo}, {hi}]"
+
+
+def _rtt(rec: dict) -> tuple[str, str]:
+    if rec["target"] is None:
+        return NA, NA
+    point = DID_NOT_REACH if rec["rollouts_to_target"] is None else fmt_rollouts(rec["rollouts_to_target"])
+    low, high = rec["rtt_ci_low"], rec["rtt_ci_high"]
+    if low is None and high is None:
+        return point, NA
+    ci = f"[{fmt_rollouts(low) if low is not None else NA}, {fmt_rollouts(high) if high is not None else 'inf'}]"
+    return point, ci
+
+
+def _pct(x) -> str:
+    return NA if x is None else f"{100 * x:.1f}%"
+
+
+def rollouts_table(records: list[dict]) -> list[str]:
+    head = ("| method | reached | rollouts to target | 95% CI | vs GRPO | vs DAPO | / oracle | final acc "
+            "| best acc | total rollouts |")
+    lines = [head, "|" + "---|" * 10]
+    for r in records:
+        rtt, ci = _rtt(r)
+        lines.append(f"| {r['method']} | {r['reached']}/{r['seeds']} | {rtt} | {ci} "
+                     f"| {_x(r['speedup_vs_grpo'], r['speedup_vs_grpo_ci_low'], r['speedup_vs_grpo_ci_high'])} "
+                     f"| {_x(r['speedup_vs_dapo'], r['speedup_vs_dapo_ci_low'], r['speedup_vs_dapo_ci_high'])} "
+                     f"| {_x(r['ratio_to_oracle'], r['ratio_to_oracle_ci_low'], r['ratio_to_oracle_ci_high'])} "
+                     f"| {_pct(r['final_val_acc'])} | {_pct(r['best_val_acc'])} "
+                     f"| {fmt_rollouts(r['cumulative_rollouts'])} |")
+    return lines
+
+
+def timing_table(records: list[dict]) -> list[str]:
+    lines = ["| method | rollouts/step | gen calls/step | step s | step vs GRPO | generate s/step | ms/rollout "
+             "| gen ms/rollout | gen tokens/s | run wall s |", "|" + "---|" * 10]
+    for r in records:
+        rel = NA if r["step_s_vs_grpo"] is None else f"{r['step_s_vs_grpo']:.2f}x"
+        lines.append(f"| {r['method']} | {r['rollouts_per_step']:.0f} | {r['gen_calls_per_step']:.2f} "
+                     f"| {r['step_s']:.3f} | {rel} | {r['generate_s']:.3f} | {r['ms_per_rollout']:.2f} "
+                     f"| {r['gen_ms_per_rollout']:.2f} | {r['gen_tokens_per_s']:,.0f} | {r['wall_s']:.0f} |")
+    return lines
+
+
+def goals_list(goals: dict) -> list[str]:
+    lines = []
+    for key, g in goals.items():
+        verdict = {True: "met", False: "NOT met", None: "not measurable (censored or not run)"}[g["met"]]
+        value = NA if g["measured"] is None else f"{g['measured']:.2f}x"
+        extra = f" (best: {g['method']})" if g.get("method") else ""
+        lines.append(f"- {GOAL_TEXT[key].format(goal=g['goal'])}: measured {value}{extra}: **{verdict}**")
+    return lines
+
+
+def sample_efficiency_md(report: dict) -> str:
+    p, s = report["provenance"], report["setup"]
+    target = report["target"]
+    out = ["# Sample efficiency of rollout allocators (embedded task)", "",
+           f"Commit `{p['commit']}` ({len(p['dirty_files'])} tracked files modified in the shared checkout at the "
+           f"time), {p['date_utc']} UTC, {p['cpus']} CPUs, load average at start {p['loadavg_start']}.", "",
+           f"Command: `{p['command']}`", "",
+           f"Setup: {s['seeds']} seeds x {len(s['methods'])} methods, {s['steps']} steps, train batch "
+           f"{s['train_batch']} prompts x n={s['n']}, model {s['model']}, data {s['data']}, {s['jobs']} parallel "
+           f"run(s) with 1 torch thread each; overrides {s['overrides'] or 'none (config defaults)'}.", "",
+           "Target (PAPER.md): the best seed-averaged val/acc GRPO reaches = "
+           + (NA if target is None else f"{100 * target:.1f}%")
+           + ". Rollouts to target: cumulative rollouts (every generated rollout, discarded ones included) at a "
+           "run's first evaluation at or above it; median over seeds, 'did not reach' when censored. 95% CIs: "
+           "percentile bootstrap over seeds. vs GRPO / vs DAPO: their median / this median. / oracle: this median "
+           "/ the oracle's (the oracle's pass-rate probes are not counted; see docs/allocators.md).", "",
+           "## Rollouts to target", "", *rollouts_table(report["records"]), "",
+           "## Wall-clock", "",
+           "Medians over seeds of per-run means. step s: steps without an evaluation; ms/rollout: those steps' "
+           "time over their generated rollouts (generation + PPO update + allocator); generate s: the backend's "
+           "generation calls only (the oracle's include its uncounted probes); gen calls/step: sampling rounds, "
+           "each one batched generation call.", "", *timing_table(report["timing"]), "",
+           "## The issue's goals", "", *goals_list(report["goals"]), ""]
+    if report["failures"]:
+        out += ["## Failed runs", ""] + [f"- {f['method']} seed {f['seed']}: {f['error']} (log: {f['log']})"
+                                         for f in report["failures"]] + [""]
+    if report.get("notes"):
+        out += ["## Notes", "", *report["notes"], ""]
+    return "\n".join(out)
+
+
+def throughput_md(report: dict) -> str:
+    p = report["provenance"]
+    out = ["# Generation throughput: embedded sampler vs transformers generate", "",
+           f"Commit `{p['commit']}`, {p['date_utc']} UTC, {p['cpus']} CPUs, {report['threads']} torch thread(s), "
+           f"load average at start {p['loadavg_start']}.", "", f"Command: `{p['command']}`", "",
+           f"Same model ({report['model']}, {report['parameters']:,} parameters, {report['weights']}), same prompts "
+           f"(each of batch/n prompts repeated n={report['n']} times, as rollouts are), temperature "
+           f"{report['temperature']}, top_p {report['top_p']}, at most {report['max_new_tokens']} new tokens, "
+           f"median of {report['repeats']} timed repeats after one warm-up. tokens/s counts generated tokens up to "
+           "and including EOS; acc is the verifier's pass rate of the samples (the two samplers draw from the "
+           "same distribution, so acc and length should agree within noise).", "",
+           "| batch | sampler | tokens/s | s/call | mean length | acc | speed vs generate |", "|" + "---|" * 7]
+    for row in report["rows"]:
+        rel = f"{row['vs_generate']:.2f}x" if row.get("vs_generate") else NA
+        out.append(f"| {row['batch']} | {row['sampler']} | {row['tokens_per_s']:,.0f} | {row['seconds']:.3f} "
+                   f"| {row['mean_length']:.2f} | {100 * row['acc']:.1f}% | {rel} |")
+    return "\n".join(out + [""])

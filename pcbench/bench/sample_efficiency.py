@@ -1,0 +1,92 @@
+"""`python -m pcbench.bench sample_efficiency`: every allocator x seeds on the embedded task.
+
+1. plan (method, seed) jobs and compose + check every config before anything trains;
+2. train the jobs whose run folder is not finished (2 workers x 1 thread by default, for a
+   2-core machine), seed-major so an early stop leaves whole seeds;
+3. score exactly those run folders with analysis (target = GRPO's best seed-mean val/acc)
+   and write <out>/sample_efficiency.md + .json with the commit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+from pcbench.bench.launch import Job, is_finished, launch, plan, run_folder
+from pcbench.bench.provenance import provenance
+from pcbench.rundir import atomic_write_json, atomic_write_text
+
+ALL_METHODS = ("grpo", "dapo", "pilot_commit", "speed_rl", "greso", "pods", "mopps", "pilot_commit_bayes", "oracle")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--methods", default=",".join(ALL_METHODS), help="comma-separated (default: all nine)")
+    p.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1 (default 5)")
+    p.add_argument("--steps", type=int, default=None, help="train.steps (default: the config's)")
+    p.add_argument("--jobs", type=int, default=2, help="parallel runs, 1 torch thread each (default 2)")
+    p.add_argument("--out", type=Path, default=Path("results/bench"), help="where the .md/.json go")
+    p.add_argument("--runs", type=Path, default=Path("results/bench_runs"),
+                   help="paths.results for the run folders (default results/bench_runs, not committed)")
+    p.add_argument("--experiment", default="sample_efficiency", help="experiment= of the run folders")
+    p.add_argument("-o", "--override", action="append", default=[], metavar="KEY=VALUE",
+                   help="extra Hydra override for every run (repeatable), e.g. -o data.train_size=240")
+    p.add_argument("--n-boot", type=int, default=10_000, help="bootstrap resamples")
+    p.add_argument("--score-only", action="store_true", help="train nothing; score the finished folders")
+
+
+def common_overrides(args) -> list[str]:
+    steps = [f"train.steps={args.steps}"] if args.steps else []
+    return [f"experiment={args.experiment}", f"paths.results={args.runs}", "train.threads=1",
+            "logging.progress=false", *steps, *args.override]
+
+
+def main(args, argv: list[str]) -> int:
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    jobs = plan(methods, list(range(args.seeds)), common_overrides(args))
+    folders = {job: run_folder(job) for job in jobs}  # raises ConfigError before any training
+    todo = [] if args.score_only else [j for j in jobs if not is_finished(folders[j])]
+    print(f"{len(jobs)} runs, {len(jobs) - len(todo)} already finished, {len(todo)} to train "
+          f"on {args.jobs} worker(s); logs in {args.runs / args.experiment / 'logs'}", flush=True)
+    meta = provenance(argv)
+    results = launch(todo, args.jobs, args.runs / args.experiment / "logs")
+    report = build_report(jobs, folders, results, args, meta)
+    args.out.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(args.out / "sample_efficiency.json", report)
+    from pcbench.bench.render import sample_efficiency_md
+    atomic_write_text(args.out / "sample_efficiency.md", sample_efficiency_md(report))
+    print(f"wrote {args.out / 'sample_efficiency.md'} and .json")
+    return 0 if not report["failures"] else 1
+
+
+def build_report(jobs: list[Job], folders: dict, results: list[dict], args, meta: dict) -> dict:
+    from analysis.runs import load_runs
+    from pcbench.bench.launch import compose_cfg
+    from pcbench.bench.tables import goals, rollouts_records, timing_records
+
+    present = [str(f) for f in folders.values() if (f / "metrics.jsonl").exists()]
+    runs, metrics, warnings = load_runs(present) if present else (None, None, ["no run folders"])
+    records, table, more = rollouts_records(runs, metrics, 0, args.n_boot) if present else ([], None, [])
+    cfg = compose_cfg(jobs[0].overrides)
+    meta["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+    failures = [r for r in results if r["status"] != "finished"]
+    return {"provenance": meta,
+            "setup": {"methods": sorted({j.method for j in jobs}, key=[j.method for j in jobs].index),
+                      "seeds": args.seeds, "steps": int(cfg.train.steps), "train_batch": int(cfg.train.batch_size),
+                      "n": int(cfg.rollout.n), "model": str(cfg.model.name), "data": str(cfg.data.name),
+                      "jobs": args.jobs, "overrides": args.override, "runs_dir": str(args.runs / args.experiment)},
+            "target": records[0]["target"] if records else None,
+            "records": records, "timing": timing_records(metrics) if present else [],
+            "goals": goals(records, table, 0, args.n_boot) if present else {},
+            "per_run": json.loads(table.to_json(orient="records")) if table is not None else [],
+            "failures": failures, "runs": results, "warnings": warnings + more,
+            "notes": NOTES}
+
+
+NOTES = [
+    "- Cumulative rollouts come from the one ledger every allocator shares (pcbench/ledger.py); "
+    "per-run values are in the .json (`per_run`, rtt = inf when censored).",
+    "- The oracle measures each candidate's pass rate with extra rollouts the ledger does not see: "
+    "it bounds selection at GRPO's cost, not every allocator (one that reuses rollouts can beat it).",
+]

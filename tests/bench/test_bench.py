@@ -1,0 +1,80 @@
+"""pcbench.bench as a user runs it, on the tiny embedded config: run folders, reuse, the
+committed report's contents, config errors before training, failed runs reported."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+TINY = ["model.hidden_size=64", "model.intermediate_size=128", "model.warmstart.steps=250", "data.train_size=240",
+        "data.val_size=16", "data.sft_size=1000", "train.batch_size=4", "train.mini_batch_size=2",
+        "train.eval_every=1", "method.max_rounds=30"]
+METHODS = "grpo,dapo,pilot_commit_bayes,oracle"
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("warmstart-cache")
+
+
+def bench(*args, cache, timeout=600):
+    overrides = [x for o in TINY + [f"paths.cache={cache}"] for x in ("-o", o)]
+    cmd = [sys.executable, "-m", "pcbench.bench", args[0], *overrides, *args[1:]]  # the test's -o come last, win
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.slow
+def test_sample_efficiency_end_to_end_and_reuse(tmp_path, cache):
+    runs, out = tmp_path / "runs", tmp_path / "out"
+    proc = bench("sample_efficiency", "--seeds", "2", "--methods", METHODS, "--steps", "3", "--runs", str(runs),
+                 "--out", str(out), "--n-boot", "200", cache=cache)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    report = json.loads((out / "sample_efficiency.json").read_text())
+    assert len(report["provenance"]["commit"]) == 40 and report["setup"]["steps"] == 3
+    assert [r["method"] for r in report["records"]] == ["grpo", "dapo", "oracle", "pilot_commit_bayes"]
+    assert all(r["seeds"] == 2 for r in report["records"]) and len(report["per_run"]) == 8
+    assert report["target"] is not None and {r["method"] for r in report["timing"]} == set(METHODS.split(","))
+    assert set(report["goals"]) == {"pc_vs_grpo", "pc_vs_dapo", "bayes_vs_pc", "best_vs_oracle"}
+    oracle = next(r for r in report["records"] if r["method"] == "oracle")
+    assert oracle["ratio_to_oracle"] in (1.0, None)
+    md = (out / "sample_efficiency.md").read_text()
+    assert report["provenance"]["commit"] in md and "| pilot_commit_bayes |" in md
+    # the same request again trains nothing, and each folder is the one pcbench.run would use
+    again = bench("sample_efficiency", "--seeds", "2", "--methods", METHODS, "--steps", "3", "--runs", str(runs),
+                  "--out", str(out), "--n-boot", "200", cache=cache)
+    assert again.returncode == 0 and "8 already finished, 0 to train" in again.stdout
+    cmd = report["runs"][0]["command"].split()[3:]
+    direct = subprocess.run([sys.executable, "-m", "pcbench.run", *cmd, *TINY, f"paths.cache={cache}"],
+                            capture_output=True, text=True, timeout=300)
+    assert direct.returncode != 0 and "finished run of this exact config" in direct.stderr
+
+
+def test_config_error_stops_the_benchmark_before_training(tmp_path, cache):
+    proc = bench("sample_efficiency", "--methods", "pods", "--runs", str(tmp_path / "runs"),
+                 "--out", str(tmp_path / "out"), "-o", "method.extra.n_generate=8", cache=cache)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1].startswith("pcbench.bench: config error: ")
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "out").exists()
+
+
+def test_a_failed_run_is_reported_not_fatal(tmp_path, cache):
+    proc = bench("sample_efficiency", "--seeds", "1", "--methods", "grpo,pilot_commit", "--steps", "2",
+                 "--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--n-boot", "100",
+                 "-o", "method.max_rounds=1", cache=cache)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    report = json.loads((tmp_path / "out" / "sample_efficiency.json").read_text())
+    (failure,) = report["failures"]
+    assert failure["method"] == "pilot_commit" and "AllocationError" in failure["error"]
+    assert "## Failed runs" in (tmp_path / "out" / "sample_efficiency.md").read_text()
+
+
+def test_throughput_compares_both_samplers(tmp_path, cache):
+    proc = bench("throughput", "--batch", "16,32", "--repeats", "1", "--weights", "random", "--out", str(tmp_path),
+                 cache=cache)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = json.loads((tmp_path / "throughput.json").read_text())["rows"]
+    assert [(r["batch"], r["sampler"]) for r in rows] == [(16, "embedded sample"), (16, "hf generate"),
+                                                          (32, "embedded sample"), (32, "hf generate")]
+    assert all(r["tokens_per_s"] > 0 and 0 < r["mean_length"] <= 8 for r in rows)
+    assert "| 32 | embedded sample |" in (tmp_path / "throughput.md").read_text()
