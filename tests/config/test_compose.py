@@ -88,3 +88,24 @@ def test_dry_run_prints_the_config_and_writes_nothing(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "n_pilot: 4" in proc.stdout and "# would write" in proc.stdout
     assert not (tmp_path / "embedded").exists()
+
+
+@pytest.mark.parametrize("overrides,needle", [
+    (["model.nnodes=1", "model.n_gpus_per_node=1", "model.tensor_parallel=1", "model.offload=false"],
+     "GB per GPU of FSDP training state on 1 GPUs"),
+    (["model.tensor_parallel=1", "model.gpu_memory_gb=24"], "GB per GPU for vLLM weights at tensor_parallel=1"),
+    (["model.tensor_parallel=3"], "must divide the 32 GPUs"),
+])
+def test_gpu_layouts_that_cannot_hold_the_model_fail_at_composition(overrides, needle):
+    from pcbench.backends.verl.config import check_backend_config
+    cfg = cfg_of("backend=verl", "model=qwen3-14b", "data=polaris", "method=grpo", *overrides)
+    with pytest.raises(ConfigError, match="model=qwen3-14b|tensor_parallel") as e:
+        check_backend_config(cfg)
+    assert needle in str(e.value)
+
+
+def test_paper_gpu_layouts_pass_the_capacity_check():
+    from pcbench.backends.verl.config import check_gpu_capacity
+    for model, data in [("qwen2.5-math-1.5b", "deepmath"), ("qwen2.5-math-7b", "deepmath"), ("qwen3-4b-base", "polaris"),
+                        ("qwen3-8b", "polaris"), ("qwen3-14b", "polaris")]:
+        check_gpu_capacity(cfg_of("backend=verl", f"model={model}", f"data={data}").model)

@@ -45,10 +45,36 @@ def check_backend_config(cfg: DictConfig) -> None:
         if v != p:
             raise ConfigError(f"verl.{verl_key}={v} differs from {pcb_key}={p}; set {pcb_key} instead "
                               f"(pcbench's allocator reads it)")
+    check_gpu_capacity(cfg.model)
     if cfg.verl.algorithm.filter_groups.enable:
         raise ConfigError("verl.algorithm.filter_groups.enable=true would filter groups twice; use method=dapo")
     if cfg.verl.trainer.v1.trainer_mode != "pcbench" or not cfg.verl.trainer.use_v1:
         raise ConfigError("the verl backend needs verl.trainer.use_v1=true and verl.trainer.v1.trainer_mode=pcbench")
+
+
+def check_gpu_capacity(model) -> None:
+    """Refuse layouts that cannot hold the model, by a coarse bf16 budget (not a guarantee it fits).
+
+    vLLM keeps 2 bytes/param per tensor-parallel shard inside `gpu_memory_utilization` of each GPU;
+    FSDP training state (bf16 weights + grads, fp32 master + Adam moments: ~16 bytes/param) is
+    sharded over every GPU and lives in the rest, unless offloaded to CPU.
+    """
+    gpus, tp = int(model.nnodes) * int(model.n_gpus_per_node), int(model.tensor_parallel)
+    if tp < 1 or tp > int(model.n_gpus_per_node) or gpus % tp:
+        raise ConfigError(f"model.tensor_parallel={tp} must divide the {gpus} GPUs and be <= model.n_gpus_per_node="
+                          f"{model.n_gpus_per_node}")
+    if "params_b" not in model:
+        return
+    mem, util, params = float(model.get("gpu_memory_gb", 80)), float(model.gpu_memory_utilization), float(model.params_b)
+    vllm_gb = 2.0 * params / tp
+    if vllm_gb > util * mem:
+        raise ConfigError(f"model={model.name} needs ~{vllm_gb:.0f} GB per GPU for vLLM weights at tensor_parallel={tp}, "
+                          f"more than gpu_memory_utilization x {mem:.0f} GB; raise model.tensor_parallel")
+    fsdp_gb = 16.0 * params / gpus
+    if not model.get("offload", False) and fsdp_gb > (1.0 - util) * mem:
+        raise ConfigError(f"model={model.name} needs ~{fsdp_gb:.0f} GB per GPU of FSDP training state on {gpus} GPUs, "
+                          f"more than the {(1 - util) * mem:.0f} GB left beside vLLM; add GPUs (model.nnodes) or "
+                          f"set model.offload=true")
 
 
 def runtime_env_vars() -> dict[str, str]:
