@@ -57,6 +57,10 @@ def run(cfg: DictConfig):
     except (ConfigError, MissingDataError) as e:
         print(f"pcbench: {'config' if isinstance(e, ConfigError) else 'data'} error: {e}", file=sys.stderr)
         sys.exit(2)
+    from pcbench.backends.verl.slurm_ray import bootstrap
+
+    if not bootstrap():  # a worker node of a multi-node Slurm job: it served Ray until the head left
+        return None
     rundir = RunDir.prepare(cfg)
     verl = build_verl_config(cfg, run_dir=str(rundir.path), resumed=rundir.resumed, run_name=rundir.path.name)
     (rundir.path / CONFIG_NAME).write_text(OmegaConf.to_yaml(verl))
