@@ -36,17 +36,23 @@ def _pct(x) -> str:
     return NA if x is None else f"{100 * x:.1f}%"
 
 
+def _acc_ci(r: dict) -> str:
+    if r.get("acc_at_budget") is None:
+        return NA
+    return f"{_pct(r['acc_at_budget'])} [{100 * r['acc_at_budget_ci_low']:.1f}, {100 * r['acc_at_budget_ci_high']:.1f}]"
+
+
 def rollouts_table(records: list[dict]) -> list[str]:
-    head = ("| method | reached | rollouts to target | 95% CI | vs GRPO | vs DAPO | / oracle | final acc "
-            "| best acc | total rollouts |")
-    lines = [head, "|" + "---|" * 10]
+    head = ("| method | reached | rollouts to target | 95% CI | vs GRPO | vs DAPO | / oracle | acc at GRPO's budget "
+            "| final acc | best acc | total rollouts |")
+    lines = [head, "|" + "---|" * 11]
     for r in records:
         rtt, ci = _rtt(r)
         lines.append(f"| {r['method']} | {r['reached']}/{r['seeds']} | {rtt} | {ci} "
                      f"| {_x(r['speedup_vs_grpo'], r['speedup_vs_grpo_ci_low'], r['speedup_vs_grpo_ci_high'])} "
                      f"| {_x(r['speedup_vs_dapo'], r['speedup_vs_dapo_ci_low'], r['speedup_vs_dapo_ci_high'])} "
                      f"| {_x(r['ratio_to_oracle'], r['ratio_to_oracle_ci_low'], r['ratio_to_oracle_ci_high'])} "
-                     f"| {_pct(r['final_val_acc'])} | {_pct(r['best_val_acc'])} "
+                     f"| {_acc_ci(r)} | {_pct(r['final_val_acc'])} | {_pct(r['best_val_acc'])} "
                      f"| {fmt_rollouts(r['cumulative_rollouts'])} |")
     return lines
 
@@ -64,7 +70,8 @@ def timing_table(records: list[dict]) -> list[str]:
 
 def goals_list(goals: dict) -> list[str]:
     lines = []
-    for key, g in goals.items():
+    for key in [k for k in GOAL_TEXT if k in goals]:  # fixed order: the .json stores keys sorted
+        g = goals[key]
         verdict = {True: "met", False: "NOT met", None: "not measurable (censored or not run)"}[g["met"]]
         value = NA if g["measured"] is None else f"{g['measured']:.2f}x"
         extra = f" (best: {g['method']})" if g.get("method") else ""
@@ -74,11 +81,14 @@ def goals_list(goals: dict) -> list[str]:
 
 def sample_efficiency_md(report: dict) -> str:
     p, s = report["provenance"], report["setup"]
+    rescored = p.get("rescored")
     target = report["target"]
     out = ["# Sample efficiency of rollout allocators (embedded task)", "",
            f"Commit `{p['commit']}` ({len(p['dirty_files'])} tracked files modified in the shared checkout at the "
            f"time), {p['date_utc']} UTC, {p['cpus']} CPUs, load average at start {p['loadavg_start']}.", "",
-           f"Command: `{p['command']}`", "",
+           f"Command: `{p['command']}`"
+           + (f"; rescored without training by `{rescored['command']}` at `{rescored['commit']}`" if rescored else ""),
+           "",
            f"Setup: {s['seeds']} seeds x {len(s['methods'])} methods, {s['steps']} steps, train batch "
            f"{s['train_batch']} prompts x n={s['n']}, model {s['model']}, data {s['data']}, {s['jobs']} parallel "
            f"run(s) with 1 torch thread each; overrides {s['overrides'] or 'none (config defaults)'}.", "",
@@ -87,7 +97,11 @@ def sample_efficiency_md(report: dict) -> str:
            + ". Rollouts to target: cumulative rollouts (every generated rollout, discarded ones included) at a "
            "run's first evaluation at or above it; median over seeds, 'did not reach' when censored. 95% CIs: "
            "percentile bootstrap over seeds. vs GRPO / vs DAPO: their median / this median. / oracle: this median "
-           "/ the oracle's (the oracle's pass-rate probes are not counted; see docs/allocators.md).", "",
+           "/ the oracle's (the oracle's pass-rate probes are not counted; see docs/allocators.md). "
+           "acc at GRPO's budget: seed-mean val/acc of each run's last evaluation within "
+           + (NA if report.get("budget") is None else f"{report['budget']:,.0f}")
+           + " cumulative rollouts (GRPO's median final count), 95% bootstrap CI of the mean; final / best acc: "
+           "median final val/acc, best seed-mean val/acc.", "",
            "## Rollouts to target", "", *rollouts_table(report["records"]), "",
            "## Wall-clock", "",
            "Medians over seeds of per-run means. step s: steps without an evaluation; ms/rollout: those steps' "
@@ -111,12 +125,16 @@ def throughput_md(report: dict) -> str:
            f"Same model ({report['model']}, {report['parameters']:,} parameters, {report['weights']}), same prompts "
            f"(each of batch/n prompts repeated n={report['n']} times, as rollouts are), temperature "
            f"{report['temperature']}, top_p {report['top_p']}, at most {report['max_new_tokens']} new tokens, "
-           f"median of {report['repeats']} timed repeats after one warm-up. tokens/s counts generated tokens up to "
-           "and including EOS; acc is the verifier's pass rate of the samples (the two samplers draw from the "
-           "same distribution, so acc and length should agree within noise).", "",
-           "| batch | sampler | tokens/s | s/call | mean length | acc | speed vs generate |", "|" + "---|" * 7]
+           f"median of {report['repeats']} timed repeats (the two samplers alternating) after one warm-up. "
+           "tokens/s counts generated tokens up to and including EOS; acc is the verifier's pass rate of the "
+           "samples. same tokens: the share of rows where both samplers, seeded alike, drew exactly the same "
+           "tokens (1.0 = the KV-cache sampler computes "
+           "generate's distribution; our sampler splits calls above 512 rows into chunks, which reorders the "
+           "random draws, so there only acc and length can agree).", "",
+           "| batch | sampler | tokens/s | s/call | mean length | acc | same tokens | speed vs generate |",
+           "|" + "---|" * 8]
     for row in report["rows"]:
         rel = f"{row['vs_generate']:.2f}x" if row.get("vs_generate") else NA
         out.append(f"| {row['batch']} | {row['sampler']} | {row['tokens_per_s']:,.0f} | {row['seconds']:.3f} "
-                   f"| {row['mean_length']:.2f} | {100 * row['acc']:.1f}% | {rel} |")
+                   f"| {row['mean_length']:.2f} | {100 * row['acc']:.1f}% | {row['same_tokens']:.2f} | {rel} |")
     return "\n".join(out + [""])

@@ -51,6 +51,11 @@ def main(args, argv: list[str]) -> int:
           f"on {args.jobs} worker(s); logs in {args.runs / args.experiment / 'logs'}", flush=True)
     meta = provenance(argv)
     results = launch(todo, args.jobs, args.runs / args.experiment / "logs")
+    previous = args.out / "sample_efficiency.json"
+    if not todo and previous.exists():  # nothing trained now: the earlier command's record stays the source
+        old = json.loads(previous.read_text())
+        meta = {**old["provenance"], "rescored": meta}
+        results = old.get("runs", [])
     report = build_report(jobs, folders, results, args, meta)
     args.out.mkdir(parents=True, exist_ok=True)
     atomic_write_json(args.out / "sample_efficiency.json", report)
@@ -63,11 +68,12 @@ def main(args, argv: list[str]) -> int:
 def build_report(jobs: list[Job], folders: dict, results: list[dict], args, meta: dict) -> dict:
     from analysis.runs import load_runs
     from pcbench.bench.launch import compose_cfg
-    from pcbench.bench.tables import goals, rollouts_records, timing_records
+    from pcbench.bench.tables import budget_accuracy, goals, rollouts_records, timing_records
 
     present = [str(f) for f in folders.values() if (f / "metrics.jsonl").exists()]
     runs, metrics, warnings = load_runs(present) if present else (None, None, ["no run folders"])
     records, table, more = rollouts_records(runs, metrics, 0, args.n_boot) if present else ([], None, [])
+    budget = budget_accuracy(metrics, records, 0, args.n_boot) if present else None
     cfg = compose_cfg(jobs[0].overrides)
     meta["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     failures = [r for r in results if r["status"] != "finished"]
@@ -76,7 +82,7 @@ def build_report(jobs: list[Job], folders: dict, results: list[dict], args, meta
                       "seeds": args.seeds, "steps": int(cfg.train.steps), "train_batch": int(cfg.train.batch_size),
                       "n": int(cfg.rollout.n), "model": str(cfg.model.name), "data": str(cfg.data.name),
                       "jobs": args.jobs, "overrides": args.override, "runs_dir": str(args.runs / args.experiment)},
-            "target": records[0]["target"] if records else None,
+            "target": records[0]["target"] if records else None, "budget": budget,
             "records": records, "timing": timing_records(metrics) if present else [],
             "goals": goals(records, table, 0, args.n_boot) if present else {},
             "per_run": json.loads(table.to_json(orient="records")) if table is not None else [],

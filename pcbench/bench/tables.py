@@ -37,6 +37,30 @@ def rollouts_records(runs: pd.DataFrame, metrics: pd.DataFrame, seed: int, n_boo
     return records, table, warnings
 
 
+def budget_accuracy(metrics: pd.DataFrame, records: list[dict], seed: int, n_boot: int) -> float | None:
+    """Adds acc_at_budget (+ CI) to each record: the seed-mean val/acc of each run's last evaluation
+    within GRPO's final rollout budget (median over GRPO seeds). -> that budget.
+
+    Rollouts-to-target hinges on one noisy crossing of one threshold; accuracy at an equal budget
+    uses every seed's level there, which is what "spending rollouts well" means at a fixed cost."""
+    evals = metrics[metrics[ACC].notna()]
+    grpo = metrics[metrics["method"] == "grpo"].groupby("path")["cumulative_rollouts"].max()
+    budget = float(grpo.median()) if len(grpo) else None
+    rng_seed = np.random.default_rng(seed)
+    for rec in records:
+        rec.update(acc_at_budget=None, acc_at_budget_ci_low=None, acc_at_budget_ci_high=None)
+        if budget is None:
+            continue
+        mine = evals[(evals["method"] == rec["method"]) & (evals["cumulative_rollouts"] <= budget)]
+        values = mine.sort_values("step").groupby("path")[ACC].last().to_numpy(float)
+        if values.size:
+            boot = values[rng_seed.integers(0, values.size, size=(n_boot, values.size))].mean(axis=1)
+            low, high = np.quantile(boot, [0.025, 0.975])
+            rec.update(acc_at_budget=float(values.mean()), acc_at_budget_ci_low=float(low),
+                       acc_at_budget_ci_high=float(high))
+    return budget
+
+
 def _run_timing(lines: pd.DataFrame) -> dict:
     steps = lines[lines["step"] >= 1]
     # per-step times leave out eval steps (they also pay for validation) and step 1 (one-time

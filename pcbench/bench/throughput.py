@@ -3,9 +3,13 @@
 
 Same model (the warm-start weights the benchmark trains from, or a random init with
 --weights random), same left-padded prompts, same temperature / top_p (top_k off in
-`generate`, whose default is 50), same max_new_tokens and EOS. Each (batch, sampler) is
-warmed up once, then timed `--repeats` times; the median is reported. The samples of both
-are scored by the verifier: same distribution, so acc and length must agree within noise.
+`generate`, whose default is 50), same max_new_tokens and EOS. Each sampler is warmed up
+once per batch, then the two are timed alternately `--repeats` times (so load from other
+processes on a shared machine falls on both alike); the median is reported. The samples of both
+are scored by the verifier, and compared token by token: both draw from torch's multinomial
+with the same seed, so equal next-token distributions give identical samples (our sampler
+splits calls above 512 rows into chunks, which reorders the draws: there only acc and
+length can agree, within noise).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from pcbench.rundir import atomic_write_json, atomic_write_text
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch", default="64,256,768", help="rollouts per generation call, comma-separated "
                    "(default: a small call, a GRPO step of 16 x 16, a DAPO round of 48 x 16)")
-    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--repeats", type=int, default=7)
     p.add_argument("--threads", type=int, default=1, help="torch threads (training runs use 1)")
     p.add_argument("--weights", choices=("warmstart", "random"), default="warmstart")
     p.add_argument("--out", type=Path, default=Path("results/bench"))
@@ -67,21 +71,34 @@ def _hf(model, prompts, cfg, tok, seed):
     return [_count(row, tok.eos_id, tok.pad_id) for row in out[:, ids.shape[1]:].tolist()]
 
 
-def measure(fn, model, prompts, answers, cfg, tok, repeats: int) -> dict:
+def measure(model, prompts, answers, cfg, tok, repeats: int) -> dict[str, dict]:
+    """-> {"embedded sample": stats, "hf generate": stats}. The two are timed alternately within
+    each repeat, so load from other processes drifts onto both alike."""
     from pcbench.reward import compute_score
 
-    fn(model, prompts, cfg, tok, 0)  # warm-up: allocator and cache growth, not timed
-    times, responses = [], []
+    samplers = {"embedded sample": _ours, "hf generate": _hf}
+    for fn in samplers.values():
+        fn(model, prompts, cfg, tok, 0)  # warm-up: allocator and cache growth, not timed
+    times = {name: [] for name in samplers}
+    responses = {name: [] for name in samplers}
     for r in range(repeats):
-        t0 = time.perf_counter()
-        resp = fn(model, prompts, cfg, tok, 1 + r)
-        times.append(time.perf_counter() - t0)
-        responses += list(zip(resp, answers))
-    seconds = statistics.median(times)
-    tokens = sum(len(x) for x, _ in responses) / repeats
-    acc = sum(float(compute_score(tok.decode(x), a).acc) for x, a in responses) / len(responses)
-    return {"seconds": seconds, "tokens_per_s": tokens / seconds, "acc": acc,
-            "mean_length": sum(len(x) for x, _ in responses) / len(responses), "times": times}
+        for name, fn in samplers.items():
+            t0 = time.perf_counter()
+            resp = fn(model, prompts, cfg, tok, 1 + r)
+            times[name].append(time.perf_counter() - t0)
+            responses[name] += list(zip(resp, answers))
+    out = {}
+    for name in samplers:
+        seconds, got = statistics.median(times[name]), responses[name]
+        out[name] = {"seconds": seconds, "tokens_per_s": sum(len(x) for x, _ in got) / repeats / seconds,
+                     "acc": sum(float(compute_score(tok.decode(x), a).acc) for x, a in got) / len(got),
+                     "mean_length": sum(len(x) for x, _ in got) / len(got), "times": times[name]}
+    # both seed torch's multinomial stream with the same value: equal distributions => equal tokens
+    first = [responses[name][:len(prompts)] for name in samplers]
+    same = sum(a == b for (a, _), (b, _) in zip(*first)) / len(prompts)
+    for stats in out.values():
+        stats["same_tokens"] = same
+    return out
 
 
 def main(args, argv: list[str]) -> int:
@@ -107,8 +124,8 @@ def main(args, argv: list[str]) -> int:
         probs = [task.train[(i // n) % len(task.train)] for i in range(batch)]  # batch/n prompts x n rollouts
         prompts = [[tok.bos_id] + tok.encode(p.prompt) for p in probs]
         answers = [p.answer for p in probs]
-        ours = measure(_ours, model, prompts, answers, cfg, tok, args.repeats)
-        hf = measure(_hf, model, prompts, answers, cfg, tok, args.repeats)
+        stats = measure(model, prompts, answers, cfg, tok, args.repeats)
+        ours, hf = stats["embedded sample"], stats["hf generate"]
         ours["vs_generate"] = ours["tokens_per_s"] / hf["tokens_per_s"]
         rows += [{"batch": batch, "sampler": "embedded sample", **ours},
                  {"batch": batch, "sampler": "hf generate", **hf}]

@@ -44,6 +44,12 @@ def test_sample_efficiency_end_to_end_and_reuse(tmp_path, cache):
     again = bench("sample_efficiency", "--seeds", "2", "--methods", METHODS, "--steps", "3", "--runs", str(runs),
                   "--out", str(out), "--n-boot", "200", cache=cache)
     assert again.returncode == 0 and "8 already finished, 0 to train" in again.stdout
+    rescore = bench("sample_efficiency", "--seeds", "2", "--methods", METHODS, "--steps", "3", "--runs", str(runs),
+                    "--out", str(out), "--n-boot", "200", "--score-only", cache=cache)
+    rescored = json.loads((out / "sample_efficiency.json").read_text())
+    assert rescore.returncode == 0 and "rescored" in rescored["provenance"]
+    assert rescored["provenance"]["date_utc"] == report["provenance"]["date_utc"]  # the training run's record
+    assert rescored["budget"] is not None and all("acc_at_budget" in r for r in rescored["records"])
     cmd = report["runs"][0]["command"].split()[3:]
     direct = subprocess.run([sys.executable, "-m", "pcbench.run", *cmd, *TINY, f"paths.cache={cache}"],
                             capture_output=True, text=True, timeout=300)
@@ -77,4 +83,5 @@ def test_throughput_compares_both_samplers(tmp_path, cache):
     assert [(r["batch"], r["sampler"]) for r in rows] == [(16, "embedded sample"), (16, "hf generate"),
                                                           (32, "embedded sample"), (32, "hf generate")]
     assert all(r["tokens_per_s"] > 0 and 0 < r["mean_length"] <= 8 for r in rows)
+    assert all(r["same_tokens"] == 1.0 for r in rows)  # seeded alike, below the 512-row chunk: identical
     assert "| 32 | embedded sample |" in (tmp_path / "throughput.md").read_text()
