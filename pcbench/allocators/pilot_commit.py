@@ -50,7 +50,7 @@ class PilotCommit(Allocator):
             if candidates is None:
                 if c["epoch_ends"] >= 1:
                     raise AllocationError(
-                        f"pilot_commit: a whole epoch of {ctx.stream.num_active} active prompts could not fill "
+                        f"{self.name}: a whole epoch of {ctx.stream.num_active} active prompts could not fill "
                         f"a batch of {self.train_batch}; use more training prompts, a smaller "
                         f"method.gen_batch_size, or a smaller train.batch_size")
                 self._end_epoch(ctx, batch)
