@@ -12,6 +12,16 @@ from pcbench.allocators.base import (AllocContext, Allocator, Group, Request, St
                                      take_or_roll)
 
 
+def drain_to_batch(ctx: AllocContext, kept: list[Group], train_batch: int) -> tuple[list[Group], int]:
+    """Train exactly train_batch kept groups; the rest were paid for and are discarded as surplus."""
+    surplus = kept[train_batch:]
+    if surplus:
+        ctx.ledger.discarded("surplus", sum(g.size for g in surplus))
+    groups = kept[:train_batch]
+    ctx.ledger.trained(sum(g.size for g in groups))
+    return groups, len(surplus)
+
+
 @register_allocator("dapo")
 class DAPO(Allocator):
     @classmethod
@@ -33,10 +43,5 @@ class DAPO(Allocator):
                 else:
                     filtered += 1
                     ctx.ledger.discarded("filtered", n)
-        surplus = kept[self.train_batch:]
-        if surplus:
-            ctx.ledger.discarded("surplus", sum(g.size for g in surplus))
-        groups = kept[:self.train_batch]
-        ctx.ledger.trained(sum(g.size for g in groups))
-        return StepBatch(groups, {"alloc/rounds": rounds, "alloc/filtered": filtered,
-                                  "alloc/surplus": len(surplus)})
+        groups, surplus = drain_to_batch(ctx, kept, self.train_batch)
+        return StepBatch(groups, {"alloc/rounds": rounds, "alloc/filtered": filtered, "alloc/surplus": surplus})

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from pcbench.allocators.base import (AllocContext, Allocator, Group, Request, StepBatch, register_allocator,
                                      require_group_size, require_pool, take_or_roll)
+from pcbench.allocators.dapo import drain_to_batch
 from pcbench.allocators.knobs import read_knobs
 
 KNOBS = dict(p_easy=0.5, p_hard=0.5, floor=0.05, adapt_step=0.05, target_easy=0.125, target_hard=0.125)
@@ -63,14 +64,10 @@ class GRESO(Allocator):
                     c["easy" if z > 0 else "hard"] += 1
                     c["filtered"] += 1
                     ctx.ledger.discarded("filtered", n)
-        surplus = kept[self.train_batch:]
-        if surplus:
-            ctx.ledger.discarded("surplus", sum(g.size for g in surplus))
-        groups = kept[:self.train_batch]
-        ctx.ledger.trained(sum(g.size for g in groups))
+        groups, surplus = drain_to_batch(ctx, kept, self.train_batch)
         self._adapt(c)
         return StepBatch(groups, {"alloc/rounds": c["rounds"], "alloc/filtered": c["filtered"],
-                                  "alloc/surplus": len(surplus), "alloc/skipped": c["skipped"],
+                                  "alloc/surplus": surplus, "alloc/skipped": c["skipped"],
                                   "alloc/p_easy": self.p_e["easy"], "alloc/p_hard": self.p_e["hard"],
                                   "alloc/history": len(self.streak)})
 

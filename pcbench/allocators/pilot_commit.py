@@ -48,14 +48,8 @@ class PilotCommit(Allocator):
         while len(batch) < self.train_batch:
             candidates = ctx.stream.take(int(self.cfg.gen_batch_size))
             if candidates is None:
-                if c["epoch_ends"] >= 1:
-                    raise AllocationError(
-                        f"{self.name}: a whole epoch of {ctx.stream.num_active} active prompts could not fill "
-                        f"a batch of {self.train_batch}; use more training prompts, a smaller "
-                        f"method.gen_batch_size, or a smaller train.batch_size")
-                self._end_epoch(ctx, batch)
-                batch, c["rounds"] = [], 0
-                c["epoch_ends"] += 1
+                self._epoch_end_or_fail(ctx, batch, c)
+                batch = []
                 continue
             c["rounds"] += 1
             self.round_limit(c["rounds"], len(batch))
@@ -83,6 +77,18 @@ class PilotCommit(Allocator):
             return "kept"
         ctx.ledger.discarded("skipped_pilot", len(pilot))
         return verdict
+
+    # what to change when one epoch cannot fill a batch (subclasses with other knobs override it)
+    epoch_too_short_fix = "use more training prompts, a smaller method.gen_batch_size, or a smaller train.batch_size"
+
+    def _epoch_end_or_fail(self, ctx: AllocContext, batch: list[Group], c: dict) -> None:
+        """A second epoch end within one step means the epoch is too short to ever fill a batch."""
+        if c["epoch_ends"] >= 1:
+            raise AllocationError(f"{self.name}: a whole epoch of {ctx.stream.num_active} active prompts could not "
+                                  f"fill a batch of {self.train_batch}; {self.epoch_too_short_fix}")
+        self._end_epoch(ctx, batch)
+        c["rounds"] = 0
+        c["epoch_ends"] += 1
 
     def _end_epoch(self, ctx: AllocContext, partial: list[Group]) -> None:
         """Drop the partial batch and the buffer, apply evictions, start the next epoch."""

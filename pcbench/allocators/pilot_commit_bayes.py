@@ -36,7 +36,7 @@ import math
 
 import numpy as np
 
-from pcbench.allocators.base import (AllocationError, AllocContext, Group, Request, StepBatch,
+from pcbench.allocators.base import (AllocContext, Group, Request, StepBatch,
                                      register_allocator)
 from pcbench.allocators.knobs import read_knobs
 from pcbench.allocators.pilot_commit import PilotCommit
@@ -201,16 +201,11 @@ class PilotCommitBayes(PilotCommit):
         ctx.ledger.discarded("skipped_pilot", len(pilot))
         return "too_easy" if p > 1.0 - self.cfg.upper else "too_hard"
 
+    epoch_too_short_fix = "use more training prompts, a larger method.extra.explore, or a smaller train.batch_size"
+
     def _epoch_end_or_fail(self, ctx: AllocContext, batch: list[Group], c: dict) -> None:
-        if c["epoch_ends"] >= 1:
-            raise AllocationError(
-                f"pilot_commit_bayes: a whole epoch of {ctx.stream.num_active} prompts could not fill a batch of "
-                f"{self.train_batch}; use more training prompts, a larger method.extra.explore, or a smaller "
-                f"train.batch_size")
-        self._end_epoch(ctx, batch)
+        super()._epoch_end_or_fail(ctx, batch, c)
         self.deferred = []  # they are all in the next epoch's order again
-        c["rounds"] = 0
-        c["epoch_ends"] += 1
 
     def _stats(self, batch: list[Group], c: dict) -> dict[str, float]:
         n_p, n_c, n = int(self.cfg.n_pilot), int(self.cfg.n_commit), int(self.cfg.n)
