@@ -32,9 +32,8 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 from analysis import curves  # noqa: E402
 from analysis.plotstyle import (KIND_COLORS, grid, label, method_colors, save_figure,  # noqa: E402
                                 unit_suffix, wrap)
-from analysis.runs import load_runs  # noqa: E402
 from analysis.scoring import method_order, resolve_targets  # noqa: E402
-from analysis.speedup import parse_target, report_warnings  # noqa: E402
+from analysis.speedup import load_or_explain, parse_target, report_warnings  # noqa: E402
 
 BAND = "band: min..max over seeds"
 MARKER_MAX = 25   # draw point markers on curves with at most this many points
@@ -255,12 +254,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    runs, metrics, warnings = load_runs(args.dirs)
-    report_warnings(warnings)
-    if runs.empty:
-        print(f"error: no runs found under {', '.join(map(str, args.dirs))} "
-              "(a run is a folder with config.yaml and metrics.jsonl)", file=sys.stderr)
+    loaded = load_or_explain(args.dirs)
+    if loaded is None:
         return 2
+    runs, metrics = loaded
     warnings = []
     target = None if args.target == f"{args.baseline}-best" else args.target
     targets = resolve_targets(metrics, target, args.baseline, warnings)

@@ -67,15 +67,24 @@ def report_warnings(warnings: list[str]) -> None:
         print(f"warning: {warning}", file=sys.stderr)
 
 
+def load_or_explain(dirs):
+    """(runs, metrics) with the loader's warnings on stderr; None, after a one-line error, if no run is there."""
+    runs, metrics, warnings = load_runs(dirs)
+    report_warnings(warnings)
+    if runs.empty:
+        print(f"error: no runs found under {', '.join(map(str, dirs))} "
+              "(a run is a folder with config.yaml and metrics.jsonl)", file=sys.stderr)
+        return None
+    return runs, metrics
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     target = None if args.target == f"{args.baseline}-best" else args.target
-    runs, metrics, warnings = load_runs(args.dirs)
-    report_warnings(warnings)
-    if runs.empty:
-        print(f"error: no runs found under {', '.join(map(str, args.dirs))} "
-              "(a run is a folder with config.yaml and metrics.jsonl)", file=sys.stderr)
+    loaded = load_or_explain(args.dirs)
+    if loaded is None:
         return 2
+    runs, metrics = loaded
     records, warnings = score(runs, metrics, target=target, baseline=args.baseline,
                               seed=args.seed, n_boot=args.n_boot)
     report_warnings(warnings)
