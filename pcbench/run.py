@@ -4,7 +4,10 @@
     python -m pcbench.run backend=verl model=qwen2.5-math-1.5b data=deepmath method=pilot_commit
 
 Every setting is checked here, before any model is built; a mistake ends the run with one
-line on stderr naming the key and the fix (exit code 2).
+line on stderr naming the key and the fix (exit code 2). With -m every job of the sweep is
+composed and checked before the first one starts. A failure after that (a crash, a full
+disk, Ctrl-C) ends with one line saying what happened; the traceback goes to error.log in
+the run folder, which resumes with the same command (exit code 1, 130 for Ctrl-C).
 """
 
 from __future__ import annotations
@@ -16,8 +19,10 @@ import hydra
 from omegaconf import DictConfig
 
 from pcbench.config import ConfigError, check_config, register_configs
+from pcbench.rundir import RunFolderError, record_failure
 
 register_configs()
+CONF_DIR = "../conf"
 
 
 def resolve_entry(spec: str):
@@ -25,16 +30,72 @@ def resolve_entry(spec: str):
     return getattr(importlib.import_module(module), fn)
 
 
-@hydra.main(version_base="1.3", config_path="../conf", config_name="config")
+def fail(kind: str, message: str, code: int = 2):
+    print(f"pcbench: {kind}: {message}", file=sys.stderr)
+    sys.exit(code)
+
+
+def sweep_jobs(argv: list[str]) -> list[list[str]]:
+    """The override list of every job `python -m pcbench.run [-m] <argv>` launches (one without -m).
+
+    Uses Hydra's own argument parser and BasicSweeper expansion (a,b / range() / glob()); a
+    sweeper plugin with its own search space (hydra/sweeper=...) is not expanded here.
+    """
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra._internal.utils import get_args_parser
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    args, _ = get_args_parser().parse_known_args(argv)
+    if args.config_path or args.config_name or args.config_dir or args.cfg or args.info or args.help \
+            or args.hydra_help or args.shell_completion:
+        return []
+    overrides = [o for o in args.overrides if not o.lstrip("~+").startswith(("hydra.", "hydra/"))]
+    if not args.multirun:
+        return [overrides]
+    parsed = OverridesParser.create().parse_overrides(overrides)
+    return [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
+
+
+def check_sweep(argv: list[str]) -> None:
+    """Compose and check every job (all of a -m sweep) before Hydra writes anything or starts one."""
+    from pathlib import Path
+
+    from hydra import compose, initialize_config_dir
+
+    jobs = sweep_jobs(argv)
+    if not jobs:
+        return
+    conf = str((Path(__file__).parent / CONF_DIR).resolve())
+    with initialize_config_dir(config_dir=conf, version_base="1.3"):
+        for i, job in enumerate(jobs):
+            try:
+                check_config(compose(config_name="config", overrides=job))
+            except ConfigError as e:
+                swept = [o for o in job if not all(o in other for other in jobs)]  # what makes this job differ
+                where = f" (sweep job {i} of {len(jobs)}: {' '.join(swept)}; no job was started)" if len(jobs) > 1 else ""
+                fail("config error", f"{e}{where}")
+
+
+@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
 def main(cfg: DictConfig):
     try:
         check_config(cfg)
         entry = resolve_entry(cfg.backend.entry)
     except ConfigError as e:
-        print(f"pcbench: config error: {e}", file=sys.stderr)
-        sys.exit(2)
-    return entry(cfg)
+        fail("config error", str(e))
+    try:
+        return entry(cfg)
+    except RunFolderError as e:
+        fail("run folder", str(e))
+    except KeyboardInterrupt:
+        fail("interrupted", record_failure(cfg, "interrupted (Ctrl-C)"), 130)
+    except Exception as e:  # anything after composition: one line, the traceback in the run folder
+        fail("run failed", record_failure(cfg, f"{type(e).__name__}: {e}"), 1)
 
 
 if __name__ == "__main__":
+    try:
+        check_sweep(sys.argv[1:])  # exits with one line on the first bad job
+    except Exception:  # a sweep the pre-check cannot expand or compose: Hydra reports it, each job checks itself
+        pass
     main()
