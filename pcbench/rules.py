@@ -74,7 +74,8 @@ def num(key: str, lo: float | None = None, hi: float | None = None, lo_open: boo
 
 
 def one_of(key: str, *choices, fix: str = "") -> Rule:
-    return Rule(key, lambda v, c: v in choices, "one of " + ", ".join(map(str, choices)), fix)
+    need = "one of " + ", ".join(map(str, choices)) if len(choices) > 1 else str(choices[0])
+    return Rule(key, lambda v, c: v in choices, need, fix)
 
 
 def boolean(key: str) -> Rule:
@@ -150,6 +151,8 @@ ROOT_RULES = [
     Rule("paths.cache", _folder, "a folder (not a file)"),
     text("backend.name"),
     text("backend.entry"),
+    text("model.name", "it names the run folder"),
+    text("data.name", "it names the run folder"),
 ]
 
 
@@ -180,6 +183,7 @@ def _head_dim(c) -> int:
 
 
 EMBEDDED_RULES = [
+    one_of("backend.device", "cpu", fix="the embedded backend runs on CPU; use backend=verl for GPUs"),
     int_ge("data.seed", 0),
     Rule("data.train_size", lambda v, c: is_int(v) and v >= _pool(c),
          lambda c: f"an integer >= one candidate pool ({_pool(c)} = max(train.batch_size, method.gen_batch_size))",
@@ -262,6 +266,9 @@ VERL_RULES = [
          lambda c: f"an integer >= max_prompt_length + max_response_length = "
                    f"{int(c.model.max_prompt_length) + int(c.model.max_response_length)}",
          "one sequence must fit the dynamic-batch token budget"),
+    Rule("model.override_config", lambda v, c: isinstance(v, DictConfig), "a mapping of Hugging Face config keys",
+         "e.g. model.override_config.max_position_embeddings=10240"),
+    text("data.root", "the folder holding the parquet files"),
     Rule("data.train_files", lambda v, c: isinstance(v, str) and v.strip() != "", "a parquet file"),
     Rule("data.val_files", lambda v, c: (isinstance(v, str) and v.strip() != "") or (isinstance(v, ListConfig) and len(v) > 0
                                                                                     and all(isinstance(f, str) and f for f in v)),

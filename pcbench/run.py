@@ -56,24 +56,44 @@ def sweep_jobs(argv: list[str]) -> list[list[str]]:
     return [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
 
 
+def one_line(error: Exception) -> str:
+    """Hydra's / OmegaConf's multi-line composition error as one line (keys, value, choices)."""
+    out: list[str] = []
+    text, cause = str(error), error.__cause__
+    while cause is not None:  # Hydra: "Error merging override k=v" <- OmegaConf: "Value 'v' is not a valid bool"
+        text, cause = f"{text}\n{cause}", cause.__cause__
+    for line in (part.strip() for part in text.splitlines()):
+        if not line or line.startswith(("full_key", "object_type", "reference_type", "provider=", "Config search")):
+            continue
+        if out and out[-1].startswith("Available options") and not out[-1].endswith(":"):
+            out[-1] += ", " + line
+        elif out and out[-1].endswith(":"):
+            out[-1] += " " + line
+        else:
+            out.append(line)
+    return "; ".join(out)
+
+
 def check_sweep(argv: list[str]) -> None:
     """Compose and check every job (all of a -m sweep) before Hydra writes anything or starts one."""
     from pathlib import Path
 
     from hydra import compose, initialize_config_dir
 
-    jobs = sweep_jobs(argv)
-    if not jobs:
+    try:
+        jobs = sweep_jobs(argv)
+    except Exception:  # a command line the pre-check cannot expand: Hydra reports it, each job checks itself
         return
     conf = str((Path(__file__).parent / CONF_DIR).resolve())
     with initialize_config_dir(config_dir=conf, version_base="1.3"):
         for i, job in enumerate(jobs):
             try:
                 check_config(compose(config_name="config", overrides=job))
-            except ConfigError as e:
+            except Exception as e:  # ConfigError, or Hydra/OmegaConf refusing an override (type, typo)
+                message = str(e) if isinstance(e, ConfigError) else one_line(e)
                 swept = [o for o in job if not all(o in other for other in jobs)]  # what makes this job differ
                 where = f" (sweep job {i} of {len(jobs)}: {' '.join(swept)}; no job was started)" if len(jobs) > 1 else ""
-                fail("config error", f"{e}{where}")
+                fail("config error", f"{message}{where}")
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
@@ -94,8 +114,5 @@ def main(cfg: DictConfig):
 
 
 if __name__ == "__main__":
-    try:
-        check_sweep(sys.argv[1:])  # exits with one line on the first bad job
-    except Exception:  # a sweep the pre-check cannot expand or compose: Hydra reports it, each job checks itself
-        pass
+    check_sweep(sys.argv[1:])  # exits with one line on the first bad job
     main()

@@ -25,6 +25,10 @@ def check_backend_config(cfg) -> None:
     try:
         SyntheticTask.build(cfg.data)
         _DRAWN.add(key)
-    except ValueError as e:
+    except (ValueError, TypeError) as e:  # sizes the tiers cannot hold
         raise ConfigError(f"data={cfg.data.name}: {e} (data.train_size, data.val_size, data.sft_size draw "
                           f"distinct problems from their tiers)") from None
+    except (KeyError, AttributeError) as e:  # a key deleted with ~data.<key>
+        first = str(e).strip().splitlines()[0] if str(e).strip() else repr(e)
+        raise ConfigError(f"data={cfg.data.name}: {first}; the embedded task needs it (see conf/data/synthetic.yaml)") \
+            from None
