@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig
@@ -22,7 +23,7 @@ from pcbench.config import ConfigError, check_config, register_configs
 from pcbench.rundir import RunFolderError, record_failure
 
 register_configs()
-CONF_DIR = "../conf"
+CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")  # absolute: main() also works when imported
 
 
 def resolve_entry(spec: str):
@@ -76,16 +77,13 @@ def one_line(error: Exception) -> str:
 
 def check_sweep(argv: list[str]) -> None:
     """Compose and check every job (all of a -m sweep) before Hydra writes anything or starts one."""
-    from pathlib import Path
-
     from hydra import compose, initialize_config_dir
 
     try:
         jobs = sweep_jobs(argv)
     except Exception:  # a command line the pre-check cannot expand: Hydra reports it, each job checks itself
         return
-    conf = str((Path(__file__).parent / CONF_DIR).resolve())
-    with initialize_config_dir(config_dir=conf, version_base="1.3"):
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         for i, job in enumerate(jobs):
             try:
                 check_config(compose(config_name="config", overrides=job))
