@@ -162,6 +162,11 @@ REJECTED = [
      'data.train_size=40: must be an integer >= one candidate pool (48 = max(train.batch_size, method.gen_batch_size)); raise data.train_size or lower train.batch_size'),
     ('data.train_size', ['data.tiers.add22=0', 'data.tiers.add33=0', '+data.tiers.add11=1'],
      "data=synthetic-arith: could not draw 1500 distinct problems from tiers ['add22', 'add33', 'add11']; lower the data sizes (data.train_size, data.val_size, data.sft_size draw distinct problems from their tiers)"),
+    # keys of the embedded task's redesign (issue 11): skipped where the config has no such key
+    ('data.ood_size', ['data.ood_size=0'],
+     "data.ood_size=0: must be an integer >= 1; prompts per out-of-distribution set"),
+    ('data.ood_sets', ['data.ood_sets.add33=[mul99]'], "data.ood_sets="),
+    ('data.reverse', ['data.reverse=maybe'], "data.reverse='maybe': must be true or false"),
     ('data.val_size', ['data.val_size=0'],
      'data.val_size=0: must be an integer >= 1; prompts per validation set (val/acc of an empty set is nan)'),
     ('data.sft_size', ['data.sft_size=0'],
@@ -251,10 +256,16 @@ def cfg_of(*overrides):
 
 @pytest.mark.parametrize("key,overrides,message", REJECTED, ids=[f"{k}:{o[-1]}" for k, o, _ in REJECTED])
 def test_rejected_setting_gets_one_line(key, overrides, message):
+    try:
+        cfg = cfg_of(*overrides)
+    except Exception as e:  # a key another branch adds or removes (e.g. data.ood_size): nothing to check here
+        if "Could not override" in str(e):
+            pytest.skip(f"{key} is not in this checkout's config")
+        raise
     with pytest.raises(ConfigError) as e:
-        check_config(cfg_of(*overrides))
-    assert str(e.value) == message
-    assert "\n" not in message
+        check_config(cfg)
+    assert str(e.value).startswith(message)  # the whole line but for values a table cannot know in advance
+    assert "\n" not in str(e.value)
 
 
 @pytest.mark.parametrize("key,overrides,message", TYPE_REJECTED, ids=[k for k, _, _ in TYPE_REJECTED])
