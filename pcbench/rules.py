@@ -4,8 +4,9 @@
 or Ray cluster exists. A rule names one dotted key, what a valid value is and how to fix it;
 a broken rule raises ConfigError with one line `key=value: must be ...; fix`. Rules of keys
 a config does not have are skipped, so a backend's model/data groups carry their own table
-(RULES_BY_BACKEND) and a key added to a group later is simply unchecked until it gets a rule
-(`python -m pcbench.rules` lists the keys without one).
+(RULES_BY_BACKEND). tests/config/test_rules.py holds a rejected case per key, and
+`python tests/config/rule_coverage.py` counts the keys of each schema that have one (its
+test fails when a key is added without a rule and a case).
 
 Cross-field rules (heads divide hidden, a data set holds one candidate pool) sit on the key
 that a user would change and read the others from the whole config.
@@ -277,6 +278,10 @@ VERL_RULES = [
     int_ge("backend.max_retries", 0),
     Rule("backend.ray_num_cpus", lambda v, c: v is None or (is_int(v) and v >= 1), "null (all CPUs) or an integer >= 1"),
     text("backend.reward_path"),
+    one_of("backend.platform", "auto", "cpu", "gpu", fix="auto picks cpu when torch sees no CUDA device"),
+    num("backend.watchdog_s", 0.0, fix="seconds without a heartbeat before the entry stops verl (0: never)"),
+    Rule("model.make", lambda v, c: v is None or (isinstance(v, str) and ":" in v), "null or module:function",
+         "the function that builds model.path when it is missing"),
 ]
 
 RULES_BY_BACKEND = {"embedded": EMBEDDED_RULES, "verl": VERL_RULES}
@@ -290,31 +295,3 @@ def check_rules(cfg: DictConfig) -> None:
     """Raise ConfigError (one line) for the first setting outside its rule."""
     for rule in rules_for(cfg):
         rule.check(cfg)
-
-
-# -- coverage: which keys of each schema have a rule ------------------------------------------
-def leaf_keys(node, prefix: str = "") -> list[str]:
-    """Dotted keys of every leaf below node; mappings whose values a rule checks as a whole
-    (data.tiers, method.extra, model.override_config) count as one key."""
-    whole = {"method.extra", "data.tiers", "data.sft_tiers", "data.val_sets", "data.ood_sets", "data.val_files",
-             "model.override_config"}
-    out = []
-    for k, v in node.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, dict) and key not in whole:
-            out += leaf_keys(v, key + ".")
-        else:
-            out.append(key)
-    return out
-
-
-def coverage(cfg: DictConfig, sections: dict[str, list[str]]) -> dict[str, tuple[list[str], list[str]]]:
-    """{section: (keys with a rule, keys without)} for the top-level sections named."""
-    ruled = {r.key for r in rules_for(cfg)}
-    data = OmegaConf.to_container(cfg, resolve=True)
-    out = {}
-    for name, tops in sections.items():
-        keys = [k for top in tops for k in (leaf_keys(data[top], top + ".") if isinstance(data.get(top), dict)
-                                            else [top] if top in data else [])]
-        out[name] = ([k for k in keys if k in ruled], [k for k in keys if k not in ruled])
-    return out

@@ -4,7 +4,8 @@ The folder name is derived from the config that defines the experiment (dora-sty
 signature), so the same command maps to the same folder: an unfinished run resumes, a
 finished one is refused, a different config never merges into it. Every file is written
 so that a crash at any point leaves it readable: metrics are append-only and flushed per
-line, everything else goes to a temp name and is renamed.
+line, everything else goes to a temp name and is renamed. A failure the run entry catches
+appends its traceback to error.log (`record_failure`) and touches nothing else.
 """
 
 from __future__ import annotations
