@@ -192,6 +192,7 @@ EMBEDDED_RULES = [
     int_ge("data.val_size", 1, "prompts per validation set (val/acc of an empty set is nan)"),
     int_ge("data.sft_size", 1, "warm-start demonstrations"),
     int_ge("data.ood_size", 1, "prompts per out-of-distribution set"),
+    int_ge("data.val_samples", 1, "samples per validation problem"),
     int_ge("data.max_response_tokens", 1, "tokens a rollout may generate (default 8)"),
     boolean("data.reverse"),
     Rule("data.tiers", _tiers, lambda c: f"a non-empty mapping tier: weight >= 0 (sum > 0) over {_tier_names()}"),

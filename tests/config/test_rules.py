@@ -167,6 +167,7 @@ REJECTED = [
      "data.ood_size=0: must be an integer >= 1; prompts per out-of-distribution set"),
     ('data.ood_sets', ['data.ood_sets.add33=[mul99]'], "data.ood_sets="),
     ('data.reverse', ['data.reverse=maybe'], "data.reverse='maybe': must be true or false"),
+    ('data.val_samples', ['data.val_samples=0'], "data.val_samples=0: must be an integer >= 1; samples per validation problem"),
     ('data.val_size', ['data.val_size=0'],
      'data.val_size=0: must be an integer >= 1; prompts per validation set (val/acc of an empty set is nan)'),
     ('data.sft_size', ['data.sft_size=0'],
