@@ -179,6 +179,25 @@ def _tier_names() -> str:
     return ", ".join(TIERS)
 
 
+def _capacity(weights) -> tuple[int, list[str]]:
+    """Distinct problems the tiers with weight > 0 can give (an upper bound: the sets share
+    them), and those tiers. Sizes above it would make the task's sampler retry ~50 x size times."""
+    from pcbench.backends.embedded.task import TIERS
+
+    used = [t for t, w in weights.items() if w > 0]
+    return sum((TIERS[t][1][1] - TIERS[t][1][0] + 1) * (TIERS[t][2][1] - TIERS[t][2][0] + 1) for t in used), used
+
+
+def fits_tiers(size_key: str, tiers_key: str) -> Rule:
+    def ok(v, c):  # tiers missing: the embedded backend's check names the key
+        return sel(c, tiers_key) is None or v <= _capacity(sel(c, tiers_key))[0]
+
+    def need(c):
+        cap, used = _capacity(sel(c, tiers_key))
+        return f"at most the {cap:,} distinct problems {tiers_key} can give ({', '.join(used)})"
+    return Rule(size_key, ok, need, "lower it or add tiers")
+
+
 def _head_dim(c) -> int:
     return int(c.model.hidden_size) // int(c.model.num_heads)
 
@@ -200,6 +219,8 @@ EMBEDDED_RULES = [
     Rule("data.val_sets", _tier_sets, lambda c: f"a non-empty mapping set: [tiers] over {_tier_names()}"),
     Rule("data.ood_sets", lambda v, c: v is None or len(v) == 0 or _tier_sets(v, c),
          lambda c: f"a mapping set: [tiers] over {_tier_names()}"),
+    fits_tiers("data.train_size", "data.tiers"),
+    fits_tiers("data.sft_size", "data.sft_tiers"),
     int_ge("model.hidden_size", 1),
     int_ge("model.intermediate_size", 1),
     int_ge("model.num_layers", 1),
