@@ -163,8 +163,6 @@ REJECTED = [
      'data.train_size=40: must be an integer >= one candidate pool (48 = max(train.batch_size, method.gen_batch_size)); raise data.train_size or lower train.batch_size'),
     ('data.train_size', ['data.train_size=100000000'],
      "data.train_size=100000000: must be at most the …distinct problems data.tiers can give (…); lower it or add tiers"),
-    ('data.train_size', ['data.train_size=5000', 'data.tiers.add22=0', '+data.tiers.mul1=1', '+data.tiers.add11=1', '~data.tiers.add33'],
-     "data.train_size=5000: must be at most the 164 distinct problems data.tiers can give (mul1, add11); lower it or add tiers"),
     ('data.sft_size', ['data.sft_size=100000000'],
      "data.sft_size=100000000: must be at most the …distinct problems data.sft_tiers can give (…); lower it or add tiers"),
     # keys of the embedded task's redesign (issue 11): skipped where the config has no such key
