@@ -168,7 +168,8 @@ REJECTED = [
     # keys of the embedded task's redesign (issue 11): skipped where the config has no such key
     ('data.ood_size', ['data.ood_size=0'],
      "data.ood_size=0: must be an integer >= 1; prompts per out-of-distribution set"),
-    ('data.ood_sets', ['data.ood_sets.add33=[mul99]'], "data.ood_sets="),
+    ('data.ood_sets', ['data.ood_sets.add21=[mul99]'],
+     "data.ood_sets={'add21': ['mul99']…}: must be a mapping set: [tiers] over add11, …"),
     ('data.reverse', ['data.reverse=maybe'], "data.reverse='maybe': must be true or false"),
     ('data.val_samples', ['data.val_samples=0'], "data.val_samples=0: must be an integer >= 1; samples per validation problem"),
     ('data.val_size', ['data.val_size=0'],
