@@ -53,8 +53,20 @@ def sweep_jobs(argv: list[str]) -> list[list[str]]:
     overrides = [o for o in args.overrides if not o.lstrip("~+").startswith(("hydra.", "hydra/"))]
     if not args.multirun:
         return [overrides]
-    parsed = OverridesParser.create().parse_overrides(overrides)
+    parser = OverridesParser.create()
+    parsed = [expand_glob(o, parser) for o in parser.parse_overrides(overrides)]
     return [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
+
+
+def expand_glob(override, parser):
+    """method=glob(*) -> method=dapo,greso,...: a group's options are its conf/<group>/*.yaml files."""
+    from hydra.core.override_parser.types import Glob
+
+    if not isinstance(override.value(), Glob):
+        return override
+    options = sorted(p.stem for p in (Path(CONF_DIR) / override.key_or_group).glob("*.yaml"))
+    chosen = override.value().filter(options)
+    return parser.parse_override(f"{override.get_key_element()}={','.join(chosen)}")
 
 
 def one_line(error: Exception) -> str:

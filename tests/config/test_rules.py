@@ -337,3 +337,15 @@ def test_cli_refuses_before_anything_is_written(tmp_path, argv, line):
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [line]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_sweep_is_expanded_like_hydra_before_any_job():
+    from pcbench.run import sweep_jobs
+
+    jobs = sweep_jobs(["-m", "method=grpo,dapo", "seed=range(0,2)", "hydra/launcher=local", "train.steps=3"])
+    assert sorted(map(tuple, jobs)) == sorted((f"method={m}", f"seed={s}", "train.steps=3")
+                                              for m in ("grpo", "dapo") for s in (0, 1))
+    methods = {job[0] for job in sweep_jobs(["--multirun", "method=glob(pilot*)"])}
+    assert methods == {"method=pilot_commit", "method=pilot_commit_bayes"}
+    assert sweep_jobs(["train.lr=1e-3"]) == [["train.lr=1e-3"]]  # a single run is one job
+    assert sweep_jobs(["--cfg", "job"]) == []  # Hydra's own commands are left to Hydra
