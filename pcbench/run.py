@@ -118,9 +118,20 @@ def main(cfg: DictConfig):
     except RunFolderError as e:
         fail("run folder", str(e))
     except KeyboardInterrupt:
-        fail("interrupted", record_failure(cfg, "interrupted (Ctrl-C)"), 130)
+        fail("interrupted", report(cfg, "interrupted (Ctrl-C)"), 130)
     except Exception as e:  # anything after composition: one line, the traceback in the run folder
-        fail("run failed", record_failure(cfg, f"{type(e).__name__}: {e}"), 1)
+        fail("run failed", report(cfg, f"{type(e).__name__}: {e}"), 1)
+
+
+def report(cfg: DictConfig, what: str) -> str:
+    """record_failure's line; if even that fails, the error itself (its traceback on stderr)."""
+    try:
+        return record_failure(cfg, what)
+    except Exception:
+        import traceback
+
+        traceback.print_exc()
+        return what.strip().splitlines()[0] if what.strip() else what
 
 
 if __name__ == "__main__":
