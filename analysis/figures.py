@@ -3,7 +3,8 @@
     python analysis/figures.py results/ --out paper_figures/
     python analysis/figures.py results/a results/b --target 0.473 --only fig1_acc_vs_rollouts
 
-Figures (one panel per (model, data) group unless said otherwise; mean over seeds, band = min..max):
+Figures (one panel per (model, data) group unless said otherwise, a group being one setup: see analysis/runs.py;
+ mean over seeds, band = min..max):
 - fig1_acc_vs_rollouts: average val accuracy (%) vs cumulative rollouts, dashed target line,
   a dot where each method's seed-mean curve first reaches the target (PAPER.md Figure 1).
 - per_set_acc: the same per validation set (`val/<set>/acc`), one panel per (group, set).
@@ -33,7 +34,7 @@ from analysis import curves  # noqa: E402
 from analysis.plotstyle import (KIND_COLORS, grid, label, method_colors, save_figure,  # noqa: E402
                                 unit_suffix, wrap)
 from analysis.scoring import method_order, resolve_targets  # noqa: E402
-from analysis.speedup import load_or_explain, parse_target, report_warnings  # noqa: E402
+from analysis.speedup import add_where, load_or_explain, parse_target, report_warnings  # noqa: E402
 
 BAND = "band: min..max over seeds"
 MARKER_MAX = 25   # draw point markers on curves with at most this many points
@@ -249,12 +250,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="grpo-best (default: best of --baseline), <method>-best, or a fraction")
     parser.add_argument("--baseline", default="grpo")
     parser.add_argument("--only", nargs="+", choices=sorted(FIGURES), default=None)
+    add_where(parser)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    loaded = load_or_explain(args.dirs)
+    loaded = load_or_explain(args.dirs, args.where)
     if loaded is None:
         return 2
     runs, metrics = loaded

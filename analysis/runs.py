@@ -9,11 +9,19 @@ and returns
   logged in any line (NaN where a line does not carry the key; eval lines carry `val/acc`);
 - warnings: one string per problem, each starting with the file it is about.
 
+Runs are compared within a setup: everything in config.yaml except NOT_SETUP (the method and
+its knobs, the seed, bookkeeping that does not change results). `setup` is a hash of it. When
+the folders hold several setups of one (model, data), the `data` column of those runs names
+their setup, "synthetic-arith [data.train_size=1000]" (the keys whose values differ), so every
+grouping by (model, data) downstream (scoring, curves, figures, bench) keeps them apart, each
+with its own target; a warning lists the setups and how to keep one (`where`).
+
 Nothing here raises on bad input: a garbled line, a config that does not parse, a run with
 no evaluations or steps that go backwards become warnings, and the rest is still loaded.
 
     from analysis.runs import load_runs
     runs, metrics, warnings = load_runs(["results/"])
+    runs, metrics, warnings = load_runs(["results/"], where=["data.train_size=1000"])
 """
 
 from __future__ import annotations
@@ -27,14 +35,28 @@ from typing import Iterable
 import pandas as pd
 import yaml
 
+from analysis.setups import label_setups, matches, setup_hash, setup_of
+
 ID_COLUMNS = ("run_id", "path", "method", "model", "data", "seed", "step", "cumulative_rollouts")
-RUN_COLUMNS = ("run_id", "path", "experiment", "method", "model", "data", "seed", "backend", "status",
+RUN_COLUMNS = ("run_id", "path", "experiment", "method", "model", "data", "seed", "backend", "setup", "status",
                "n_lines", "n_evals", "last_step", "final_cumulative_rollouts", "final_val_acc")
 ACC = "val/acc"
 MAX_LINE_WARNINGS = 5
 UNFINISHED = "unfinished"
 
 # config.yaml key path -> runs column
+# config.yaml keys (and everything below them) that do not define the setup runs are compared in:
+# the method and its knobs, the seed, and bookkeeping that does not change results. For verl
+# runs, verl.* copies of those (its rollout.n is method.n, its data.seed is seed, ...).
+NOT_SETUP = ("method", "seed", "experiment", "logging", "paths", "resume", "dry_run", "hydra",
+             "train.threads", "train.checkpoint_every",
+             "backend.poll_interval_s", "backend.max_retries", "backend.ray_num_cpus", "backend.reward_path",
+             "verl.actor_rollout_ref.rollout.n", "verl.data.seed", "verl.data.dataloader_num_workers",
+             "verl.trainer.project_name", "verl.trainer.experiment_name", "verl.trainer.logger",
+             "verl.trainer.default_local_dir", "verl.trainer.resume_mode", "verl.trainer.save_freq",
+             "verl.reward.custom_reward_function.path", "verl.ray_kwargs")
+MAX_LABEL_KEYS = 3
+
 _CONFIG_FIELDS = {"method": ("method", "name"), "model": ("model", "name"), "data": ("data", "name"),
                   "backend": ("backend", "name"), "seed": ("seed",), "experiment": ("experiment",)}
 
@@ -95,6 +117,8 @@ def read_config(run_dir: Path) -> tuple[dict | None, list[str]]:
             warnings.append(f"{path}: no {'.'.join(keys)}, using 'unknown'")
             value = "unknown" if column != "seed" else None
         ident[column] = value if column == "seed" else str(value)
+    ident["_setup"] = setup_of(cfg, NOT_SETUP)  # kept on the record for labels, not a column
+    ident["setup"], ident["_config"] = setup_hash(ident["_setup"]), cfg
     return ident, warnings
 
 
@@ -187,11 +211,14 @@ def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def load_run(run_dir: Path) -> tuple[dict | None, list[dict], list[str]]:
-    """(runs row, metrics rows, warnings) for one run folder; runs row None if unreadable."""
+def load_run(run_dir: Path, where: list | None = None) -> tuple[dict | None, list[dict], list[str]]:
+    """(runs row, metrics rows, warnings) for one run folder; runs row None if unreadable or
+    not selected by `where` ([(key, value)], analysis.setups.parse_where)."""
     ident, warnings = read_config(run_dir)
     if ident is None:
         return None, [], warnings
+    if where and not matches(ident["_config"], ident["setup"], where):
+        return None, [], []
     rows, more = read_metrics(run_dir)
     warnings += more
     status, more = read_status(run_dir)
@@ -206,16 +233,29 @@ def load_run(run_dir: Path) -> tuple[dict | None, list[dict], list[str]]:
     return record, [{**head, **row} for row in rows], warnings
 
 
-def load_runs(dirs: Iterable[str | os.PathLike]) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
-    """(runs, metrics, warnings) for every run folder below `dirs`; see the module docstring."""
+def load_runs(dirs: Iterable[str | os.PathLike], where: list[str] | None = None
+              ) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """(runs, metrics, warnings) for every run folder below `dirs` whose config.yaml matches every
+    `where` "key=value" (ValueError on a malformed one); see the module docstring."""
+    from analysis.setups import parse_where
+
+    selection = parse_where(where)
     run_dirs, warnings = find_run_dirs(dirs)
     records, lines = [], []
     for run_dir in run_dirs:
-        record, rows, more = load_run(run_dir)
+        record, rows, more = load_run(run_dir, selection)
         warnings += more
         if record is not None:
             records.append(record)
             lines += rows
+    labels, more = label_setups(records)
+    warnings += more
+    named = {}
+    for record in records:  # runs of one (model, data) in several setups: the data column names the setup
+        if record["setup"] in labels:
+            record["data"] = named[record["path"]] = f"{record['data']} [{labels[record['setup']]}]"
+    for row in lines:
+        row["data"] = named.get(row["path"], row["data"])
     runs = pd.DataFrame(records, columns=list(RUN_COLUMNS))
     metric_keys = sorted({k for row in lines for k in row} - set(ID_COLUMNS))
     metrics = pd.DataFrame(lines, columns=list(ID_COLUMNS) + metric_keys)

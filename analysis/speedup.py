@@ -9,6 +9,12 @@ final cumulative rollouts. Definitions: analysis/scoring.py; run folders: docs/r
     python analysis/speedup.py results/                      # markdown, like PAPER.md's table
     python analysis/speedup.py results/ --format json --out speedups.json
     python analysis/speedup.py results/a results/b --target 0.473 --seed 1
+    python analysis/speedup.py results/ --where data.train_size=1000    # one setup of several
+
+Runs are compared only within one setup (config.yaml minus the method, its knobs, the seed and
+bookkeeping: analysis/runs.py NOT_SETUP). A folder holding several setups of one (model, data)
+gives one block of rows per setup, each with its own target, its data column naming the keys
+that differ ("synthetic-arith [data.train_size=1000]"), and a warning saying how to keep one.
 
 --format json prints a list of objects with keys: model, data, method, target, seeds, reached,
 rollouts_to_target, rtt_ci_low, rtt_ci_high, speedup_vs_grpo(_ci_low/_ci_high),
@@ -59,7 +65,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, default=None, help="write the table here instead of stdout")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     parser.add_argument("--n-boot", type=int, default=N_BOOT, help=f"bootstrap resamples (default {N_BOOT})")
+    add_where(parser)
     return parser
+
+
+def add_where(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
+                        help="keep runs whose config.yaml has KEY=VALUE (dotted key, e.g. data.train_size=1000, "
+                             "or setup=<hash>); repeat to combine")
 
 
 def report_warnings(warnings: list[str]) -> None:
@@ -67,12 +80,17 @@ def report_warnings(warnings: list[str]) -> None:
         print(f"warning: {warning}", file=sys.stderr)
 
 
-def load_or_explain(dirs):
+def load_or_explain(dirs, where: list[str] | None = None):
     """(runs, metrics) with the loader's warnings on stderr; None, after a one-line error, if no run is there."""
-    runs, metrics, warnings = load_runs(dirs)
+    try:
+        runs, metrics, warnings = load_runs(dirs, where=where)
+    except ValueError as err:  # a malformed --where
+        print(f"error: {err}", file=sys.stderr)
+        return None
     report_warnings(warnings)
     if runs.empty:
-        print(f"error: no runs found under {', '.join(map(str, dirs))} "
+        selected = f" matching --where {' '.join(where)} (values compare with config.yaml's)" if where else ""
+        print(f"error: no runs found under {', '.join(map(str, dirs))}{selected} "
               "(a run is a folder with config.yaml and metrics.jsonl)", file=sys.stderr)
         return None
     return runs, metrics
@@ -81,7 +99,7 @@ def load_or_explain(dirs):
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     target = None if args.target == f"{args.baseline}-best" else args.target
-    loaded = load_or_explain(args.dirs)
+    loaded = load_or_explain(args.dirs, args.where)
     if loaded is None:
         return 2
     runs, metrics = loaded

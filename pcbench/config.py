@@ -1,7 +1,9 @@
 """Typed config schemas, registered in Hydra's ConfigStore and checked once at composition.
 
 Every impossible setting fails in `check_config` with one line naming the key and the fix,
-before any model is built.
+before any model is built: types here, ranges and shapes in the rule tables of
+pcbench/rules.py, method cross-checks in each allocator's `validate`, and what only a
+backend knows in BACKEND_CHECKS.
 """
 
 from __future__ import annotations
@@ -107,26 +109,19 @@ def _resolvers() -> None:
 _resolvers()
 
 
-def check_config(cfg: DictConfig) -> None:
-    """Cross-field invariants; raise ConfigError with one actionable line."""
-    from pcbench.allocators import get_allocator_cls
+# backend.name -> "module:function" that checks what only that backend knows (it may read
+# files, never starts anything); called after the rule tables of pcbench/rules.py.
+BACKEND_CHECKS = {"embedded": "pcbench.backends.embedded.checks:check_backend_config",
+                  "verl": "pcbench.backends.verl.config:check_backend_config"}
 
-    t = cfg.train
-    if t.batch_size < 1 or t.mini_batch_size < 1:
-        raise ConfigError(f"train.batch_size={t.batch_size} and train.mini_batch_size={t.mini_batch_size} must be >= 1")
-    if t.batch_size % t.mini_batch_size:
-        raise ConfigError(f"train.batch_size={t.batch_size} is not divisible by train.mini_batch_size="
-                          f"{t.mini_batch_size}; pick a mini-batch that divides the batch (paper: 128 / 32)")
-    if t.steps < 1:
-        raise ConfigError(f"train.steps={t.steps} must be >= 1")
-    if t.eval_every < 1:
-        raise ConfigError(f"train.eval_every={t.eval_every} must be >= 1")
-    if not 0 < t.top_p <= 1 or not 0 < t.val_top_p <= 1:
-        raise ConfigError(f"train.top_p={t.top_p} / train.val_top_p={t.val_top_p} must be in (0, 1]")
-    if t.temperature <= 0 or t.val_temperature <= 0:
-        raise ConfigError("train.temperature and train.val_temperature must be > 0")
-    if cfg.resume not in ("auto", "never"):
-        raise ConfigError(f"resume={cfg.resume!r}: use resume=auto (continue an unfinished run) or resume=never")
+
+def check_config(cfg: DictConfig) -> None:
+    """Every setting, before any run folder, warm start or Ray cluster: ConfigError with one line."""
+    import importlib
+
+    from pcbench.allocators import get_allocator_cls
+    from pcbench.rules import check_rules
+
     if cfg.backend.name != "verl" and cfg.get("verl") is not None:
         raise ConfigError(f"verl.* settings only apply to backend=verl (this run uses backend={cfg.backend.name}); "
                           f"drop the verl.* overrides or add backend=verl")
@@ -135,8 +130,12 @@ def check_config(cfg: DictConfig) -> None:
         if want is not None and want != cfg.backend.name:
             raise ConfigError(f"{group}={cfg[group].name} runs on backend={want}, not backend={cfg.backend.name}; "
                               f"add backend={want} (or pick a {cfg.backend.name} {group})")
+    check_rules(cfg)  # every key's range and shape (pcbench/rules.py)
     try:
-        cls = get_allocator_cls(cfg.method.name)
-        cls.validate(cfg.method, t.batch_size)
+        get_allocator_cls(cfg.method.name).validate(cfg.method, cfg.train.batch_size)
     except ValueError as e:
         raise ConfigError(str(e)) from None
+    spec = BACKEND_CHECKS.get(str(cfg.backend.name))
+    if spec is not None:
+        module, _, fn = spec.partition(":")
+        getattr(importlib.import_module(module), fn)(cfg)

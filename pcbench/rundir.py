@@ -4,7 +4,8 @@ The folder name is derived from the config that defines the experiment (dora-sty
 signature), so the same command maps to the same folder: an unfinished run resumes, a
 finished one is refused, a different config never merges into it. Every file is written
 so that a crash at any point leaves it readable: metrics are append-only and flushed per
-line, everything else goes to a temp name and is renamed.
+line, everything else goes to a temp name and is renamed. A failure the run entry catches
+appends its traceback to error.log (`record_failure`) and touches nothing else.
 """
 
 from __future__ import annotations
@@ -45,6 +46,43 @@ def run_id(cfg: DictConfig) -> str:
     return f"{safe(cfg.method.name)}-{safe(cfg.model.name)}-{safe(cfg.data.name)}-s{cfg.seed}-{digest}"
 
 
+def run_folder(cfg: DictConfig) -> Path:
+    return Path(cfg.paths.results) / str(cfg.experiment) / run_id(cfg)
+
+
+def record_failure(cfg: DictConfig, what: str) -> str:
+    """Append the traceback being handled to the run folder's error.log; -> the one-line report.
+
+    Nothing else in the folder is touched, so the same command resumes it from its last
+    checkpoint. If the log cannot be written there (no folder yet, disk full) it goes to the
+    system temp folder; if that fails too, the traceback is printed to stderr.
+    """
+    import datetime
+    import sys
+    import traceback
+
+    what = (what.strip().splitlines() or ["unknown error"])[0]
+    folder = run_folder(cfg)
+    entry = f"--- {datetime.datetime.now().isoformat(timespec='seconds')} {what}\n{traceback.format_exc()}\n"
+    log = None
+    for candidate in ([folder / "error.log"] if folder.is_dir() else []) + \
+            [Path(tempfile.gettempdir()) / f"pcbench-error-{folder.name}.log"]:
+        try:
+            with open(candidate, "a") as f:
+                f.write(entry)
+            log = candidate
+            break
+        except OSError:
+            continue
+    if log is None:
+        sys.stderr.write(entry)
+    rows = RunDir(folder, resumed=True).read_metrics() if folder.is_dir() else []
+    where = f"after step {rows[-1]['step']} of {cfg.train.steps}" if rows else "before the first step"
+    tail = "rerun the same command to resume from the last checkpoint" if (folder / "config.yaml").exists() \
+        else "no run folder was written"
+    return f"{what} ({where}); {'traceback in ' + str(log) if log else 'traceback above'}; {tail}"
+
+
 def atomic_write_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -80,7 +118,7 @@ class RunDir:
     @classmethod
     def prepare(cls, cfg: DictConfig) -> "RunDir":
         """Create the folder for cfg, or reopen an unfinished one with the same config."""
-        path = Path(cfg.paths.results) / str(cfg.experiment) / run_id(cfg)
+        path = run_folder(cfg)
         config_text = OmegaConf.to_yaml(cfg, resolve=True)
         if (path / "config.yaml").exists():
             return cls._reopen(path, cfg)

@@ -26,10 +26,14 @@ def save(run) -> None:
         "ledger": run.ledger.state_dict(), "reward_stats": run.rollouts.reward_stats.snapshot(),
     }
     tmp = d / (STATE + ".tmp")
-    torch.save(state, tmp)
-    with open(tmp, "rb") as f:
-        os.fsync(f.fileno())
-    os.replace(tmp, d / STATE)
+    try:
+        torch.save(state, tmp)
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, d / STATE)
+    except BaseException:  # e.g. ENOSPC mid-write: the previous state.pt stays, the partial file goes
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def restore(run) -> bool:
