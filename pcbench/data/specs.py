@@ -32,6 +32,8 @@ class DatasetSpec:
     keep: Optional[Callable[[str, str], bool]] = field(default=None, compare=False)
     # raw row -> (question, answer), for sets whose rows are not plain columns (DAPO-Math-17k)
     extract: Optional[Callable[[dict], tuple[str, str]]] = field(default=None, compare=False)
+    # () -> raw table, for sets generated here instead of downloaded (hf_id is then a label)
+    generate: Optional[Callable[[], "pd.DataFrame"]] = field(default=None, compare=False)
 
 
 def _deepmath_is_test(question: str) -> bool:
@@ -55,6 +57,24 @@ def _dapo_extract(row: dict) -> tuple[str, str]:
     return question, str(row["reward_model"]["ground_truth"])
 
 
+def _arith(split: str):
+    """Generated arithmetic (the embedded task's one- and two-digit sums): the tiny verl set that
+    lets anyone run the distributed path offline (conf/data/tiny-verl.yaml). 256 train, 32 test."""
+    def make():
+        import numpy as np
+        import pandas as pd
+
+        from pcbench.backends.embedded.task import sample_problems
+
+        rng = np.random.default_rng(4321)
+        test = sample_problems(32, {"add11": 0.5, "add21": 0.5}, rng)
+        train = sample_problems(256, {"add11": 0.5, "add21": 0.5}, rng, exclude={p.prompt for p in test})
+        probs = train if split == "train" else test
+        return pd.DataFrame({"problem": [f"What is {p.prompt[:-1]}?" for p in probs],
+                             "answer": [p.answer for p in probs]})
+    return make
+
+
 SPECS: dict[str, DatasetSpec] = {s.name: s for s in [
     DatasetSpec("deepmath", "zwhe99/DeepMath-103K", "train", "train",
                 answer_columns=("final_answer",), keep=lambda q, a: _checkable(a) and not _deepmath_is_test(q)),
@@ -68,6 +88,8 @@ SPECS: dict[str, DatasetSpec] = {s.name: s for s in [
     DatasetSpec("math500", "HuggingFaceH4/MATH-500", "test", "val"),
     DatasetSpec("minerva", "math-ai/minervamath", "test", "val"),
     DatasetSpec("olympiadbench", "math-ai/olympiadbench", "test", "val"),
+    DatasetSpec("arith", "generated", "train", "train", generate=_arith("train")),
+    DatasetSpec("arith_test", "generated", "test", "val", generate=_arith("test")),
 ]}
 
 

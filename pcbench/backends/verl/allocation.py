@@ -51,10 +51,13 @@ class AllocationRun:
     def sample(self, step: int, backend) -> Any:
         """Run the allocator for `step`; every rollout it asks for goes through AllocContext.generate."""
         recorder = _Recorder(backend)
+        before = getattr(backend, "generated", 0)
         batch = self.allocator.next_batch(AllocContext(self.stream, recorder, self.ledger, step))
         self.live |= recorder.keys
         self._trained = {k for g in batch.groups for p in g.parts for k in p.payload.keys}
         self._stats = {**batch.stats, "alloc/retried_groups": getattr(backend, "retried", 0)}
+        if hasattr(backend, "generated"):  # verl's count of this step's sequences (rollout.py), vs rollouts/step
+            self._stats["verl/generated_sequences"] = backend.generated - before
         return to_training_batch(batch.groups, self.kv)
 
     def finish_step(self, step: int) -> dict[str, Any]:
