@@ -60,8 +60,8 @@ def make_model(path: str | Path, max_position_embeddings: int = 512) -> Path:
     return path
 
 
-def warm_start(model, tok, steps: int = 300, batch: int = 32, lr: float = 3e-3, seed: int = 0):
-    """A few seconds of SFT on "The answer is \\boxed{a+b}." so the random model answers in the
+def warm_start(model, tok, steps: int = 700, batch: int = 32, lr: float = 3e-3, seed: int = 0):
+    """Half a minute of SFT on "The answer is \\boxed{a+b}." so the random model answers in the
     reward's format and is right sometimes: groups then mix right and wrong rollouts, and DAPO's
     filter and Pilot-Commit's band have something to keep (a random model scores -1 everywhere)."""
     import torch

@@ -84,6 +84,7 @@ class PcbenchTrainer(PPOTrainerSync):
     def step(self, metrics: dict, timing_raw: dict):
         batch = super().step(metrics, timing_raw)
         metrics.update(self.alloc_run.finish_step(self.global_steps))
+        self._step_metrics = metrics  # the step's line, for the checkpoint taken before it is logged
         return batch
 
     def _compute_old_log_prob(self, batch, metrics):
@@ -126,7 +127,8 @@ class PcbenchTrainer(PPOTrainerSync):
         # written before verl's tracker file, so a checkpoint verl resumes from always has it
         self.heartbeat.beat(f"checkpoint step {self.global_steps}")
         os.makedirs(self._step_dir(), exist_ok=True)
-        torch.save(self.alloc_run.state_dict(), os.path.join(self._step_dir(), STATE_FILE))
+        row = self.alloc_run.row(self.global_steps, getattr(self, "_step_metrics", {}))
+        torch.save(self.alloc_run.state_dict(row), os.path.join(self._step_dir(), STATE_FILE))
         super()._save_checkpoint()
 
     def _load_checkpoint(self):
