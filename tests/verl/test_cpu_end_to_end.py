@@ -56,7 +56,8 @@ def launch(cmd: list[str], log: Path, until=None) -> str:
             if until is not None and until():
                 return "killed"
             if time.monotonic() - start > LAUNCH_TIMEOUT_S:
-                beat = read_heartbeat(next(iter(Path(cmd[-2].split("=", 1)[1]).rglob("heartbeat.json")), Path("-")))
+                results = Path(next(a for a in cmd if a.startswith("paths.results=")).split("=", 1)[1])
+                beat = read_heartbeat(next(iter(results.rglob("heartbeat.json")), Path("-")))
                 pytest.fail(f"verl run still going after {LAUNCH_TIMEOUT_S} s in stage {beat.get('stage')!r}; "
                             f"log {log}")
         return f"exit {proc.returncode}"
