@@ -103,3 +103,14 @@ def test_context_length_of_a_math_model_is_overridable(paper_cfg):
                     "+model.override_config.attn_implementation=sdpa")
     oc = C.build_verl_config(cfg, run_dir=None).actor_rollout_ref.model.override_config
     assert oc.max_position_embeddings == 512 and oc.attn_implementation == "sdpa"
+
+
+def test_tiny_dry_run_names_the_platform_and_builds_nothing(tmp_path):
+    from pcbench.backends.verl import entry
+
+    text = entry.dry_run(compose_pcbench(*TINY, "backend.platform=cpu", f"paths.results={tmp_path}/r",
+                                         f"paths.cache={tmp_path}/c"))
+    assert "# platform: cpu (backend.platform=cpu)" in text
+    assert "VERL_PLATFORM=cpu" in text and f"VERL_USE_EXTERNAL_MODULES={P.CPU_MODULE},{P.TRAINER_MODULE}" in text
+    assert "python -m pcbench.data.prepare arith arith_test --out" in text  # the data's one command
+    assert not tmp_path.exists() or not any(tmp_path.iterdir())
