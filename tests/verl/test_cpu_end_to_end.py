@@ -88,7 +88,6 @@ def check_run(run: Path, log: Path) -> list[dict]:
         # the ledger (what the allocator asked for) against verl's own count of generated sequences
         assert r["rollouts/step"] == r["verl/generated_sequences"] > 0, r
         assert r["cumulative_rollouts"] == prev["cumulative_rollouts"] + r["rollouts/step"]
-        assert r["rollouts/trained"] + r["rollouts/discarded"] <= r["rollouts/step"]
     for step in (2, 3):  # every method's checkpoints carry pcbench's state
         assert checkpoint_state(run, step)["ledger"]["cumulative"] == rows[step]["cumulative_rollouts"]
     print(f"{run.name}: rollouts/step " + ", ".join(f"{r['rollouts/step']} (verl {r['verl/generated_sequences']})"
