@@ -57,7 +57,14 @@ def run(cfg: DictConfig):
         if cfg.dry_run:
             print(dry_run(cfg))
             return None
-        build_verl_config(cfg, run_dir=None)  # every config error before any file or process
+        verl = build_verl_config(cfg, run_dir=None)  # every config error before any file or process
+        if verl.pcbench.platform == "cpu":
+            from pcbench.backends.verl.cpu_vllm import VersionMismatch, check_versions
+
+            try:
+                check_versions()
+            except VersionMismatch as e:
+                raise ConfigError(str(e)) from None
         make_local_assets(cfg)
         check_data_files(data_files(cfg))
     except (ConfigError, MissingDataError) as e:
