@@ -39,6 +39,8 @@ def make_model(path: str | Path, max_position_embeddings: int = 512) -> Path:
     path = Path(path)
     if (path / "config.json").exists() and (path / "tokenizer.json").exists():
         return path
+    print(f"pcbench: building the tiny verl model into {path} (tokenizer + ~1 min of warm-start SFT, once)",
+          flush=True)
     import torch
     from tokenizers import ByteLevelBPETokenizer
     from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
