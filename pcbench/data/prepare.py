@@ -30,7 +30,10 @@ from pcbench.data.specs import PROMPT_TEMPLATE, SPECS, DatasetSpec, get_spec
 
 
 def load_frame(spec: DatasetSpec, source: str | None = None) -> pd.DataFrame:
-    """The raw table of `spec` from a local file/folder, or from the hub via `datasets`."""
+    """The raw table of `spec` from a local file/folder, or from the hub via `datasets`
+    (a generated set, e.g. `arith`, is made here unless `source` is given)."""
+    if source is None and spec.generate is not None:
+        return spec.generate()
     src = source or spec.hf_id
     path = Path(src).expanduser()
     if path.is_file():

@@ -32,6 +32,8 @@ class DatasetSpec:
     keep: Optional[Callable[[str, str], bool]] = field(default=None, compare=False)
     # raw row -> (question, answer), for sets whose rows are not plain columns (DAPO-Math-17k)
     extract: Optional[Callable[[dict], tuple[str, str]]] = field(default=None, compare=False)
+    # () -> raw table, for sets generated here instead of downloaded (hf_id is then a label)
+    generate: Optional[Callable[[], "pd.DataFrame"]] = field(default=None, compare=False)
 
 
 def _deepmath_is_test(question: str) -> bool:
@@ -55,6 +57,25 @@ def _dapo_extract(row: dict) -> tuple[str, str]:
     return question, str(row["reward_model"]["ground_truth"])
 
 
+ARITH_PHRASES = ("What is {a}+{b}?", "What is {a} plus {b}?", "Compute {a}+{b}.", "Add {a} and {b}.")
+
+
+def _arith(split: str):
+    """Generated one-digit sums in four phrasings (400 questions: 256 train / 32 test, disjoint):
+    the tiny verl set (conf/data/tiny-verl.yaml) that runs the distributed path offline. The
+    answers take 19 values, so the tiny model's short warm start (pcbench/backends/verl/tiny.py)
+    is right on a fair share of rollouts and groups mix right and wrong answers."""
+    def make():
+        import numpy as np
+        import pandas as pd
+
+        items = [(t.format(a=a, b=b), str(a + b)) for t in ARITH_PHRASES for a in range(10) for b in range(10)]
+        order = np.random.default_rng(4321).permutation(len(items))
+        rows = order[32:288] if split == "train" else order[:32]
+        return pd.DataFrame({"problem": [items[i][0] for i in rows], "answer": [items[i][1] for i in rows]})
+    return make
+
+
 SPECS: dict[str, DatasetSpec] = {s.name: s for s in [
     DatasetSpec("deepmath", "zwhe99/DeepMath-103K", "train", "train",
                 answer_columns=("final_answer",), keep=lambda q, a: _checkable(a) and not _deepmath_is_test(q)),
@@ -68,6 +89,8 @@ SPECS: dict[str, DatasetSpec] = {s.name: s for s in [
     DatasetSpec("math500", "HuggingFaceH4/MATH-500", "test", "val"),
     DatasetSpec("minerva", "math-ai/minervamath", "test", "val"),
     DatasetSpec("olympiadbench", "math-ai/olympiadbench", "test", "val"),
+    DatasetSpec("arith", "generated", "train", "train", generate=_arith("train")),
+    DatasetSpec("arith_test", "generated", "test", "val", generate=_arith("test")),
 ]}
 
 

@@ -108,3 +108,24 @@ def test_allocation_state_round_trips_through_a_checkpoint(paper_cfg, tmp_path):
     resumed = rundir.read_metrics()
     same = lambda r: {k: v for k, v in r.items() if k.startswith(("rollouts/", "alloc/", "cumulative"))}
     assert [same(r) for r in resumed] == [same(r) for r in straight]  # the resumed run takes the same decisions
+
+
+def test_a_run_killed_between_checkpoint_and_metrics_line_gets_the_line_on_resume(paper_cfg, tmp_path):
+    # verl saves step s's checkpoint before _compute_metrics logs step s: the trainer stores the
+    # line as far as it is known in pcbench.pt, and a resume that finds it missing appends it.
+    kv = InMemoryKV()
+    run, backend, rundir = make_run(paper_cfg, tmp_path, "grpo", kv)
+    run.log(0, verl_val_metrics(0.2))
+    train(run, backend, 1)
+    batch = run.sample(2, backend)
+    run.finish_step(2)
+    state = run.state_dict(run.row(2, {"actor/pg_loss": 0.3}))  # checkpoint of step 2 ... then killed
+    assert [r["step"] for r in rundir.read_metrics()] == [0, 1]
+    resumed, _, _ = make_run(paper_cfg, tmp_path, "grpo", kv)
+    resumed.load_state_dict(state, 2)
+    rows = rundir.read_metrics()
+    assert [r["step"] for r in rows] == [0, 1, 2]
+    assert rows[2]["cumulative_rollouts"] == rows[1]["cumulative_rollouts"] + rows[2]["rollouts/step"] == 2 * 64
+    assert rows[2]["train/pg_loss"] == 0.3 and len(batch.keys) == 64
+    resumed.load_state_dict(state, 2)  # resuming twice never duplicates the line
+    assert [r["step"] for r in rundir.read_metrics()] == [0, 1, 2]

@@ -51,10 +51,13 @@ class AllocationRun:
     def sample(self, step: int, backend) -> Any:
         """Run the allocator for `step`; every rollout it asks for goes through AllocContext.generate."""
         recorder = _Recorder(backend)
+        before = getattr(backend, "generated", 0)
         batch = self.allocator.next_batch(AllocContext(self.stream, recorder, self.ledger, step))
         self.live |= recorder.keys
         self._trained = {k for g in batch.groups for p in g.parts for k in p.payload.keys}
         self._stats = {**batch.stats, "alloc/retried_groups": getattr(backend, "retried", 0)}
+        if hasattr(backend, "generated"):  # verl's count of this step's sequences (rollout.py), vs rollouts/step
+            self._stats["verl/generated_sequences"] = backend.generated - before
         return to_training_batch(batch.groups, self.kv)
 
     def finish_step(self, step: int) -> dict[str, Any]:
@@ -75,6 +78,12 @@ class AllocationRun:
         """Append the metrics.jsonl line of `step` (step 0: the evaluation before training)."""
         if self.rundir is None or step <= self._last_logged:
             return None
+        row = self.row(step, verl_metrics, step_s)
+        self.rundir.append_metrics(row)
+        self._last_logged = int(step)
+        return row
+
+    def row(self, step: int, verl_metrics: dict[str, Any], step_s: float | None = None) -> dict[str, Any]:
         row: dict[str, Any] = {"step": int(step), "cumulative_rollouts": int(self.ledger.cumulative)}
         if step > 0:
             row.update(self._row)
@@ -82,10 +91,7 @@ class AllocationRun:
             row["time/step_s"] = float(step_s if step_s is not None else 0.0)
         row["time/elapsed_s"] = self.elapsed()
         row.update(M.val_row(verl_metrics))
-        row = {k: M.scalar(v) for k, v in row.items()}
-        self.rundir.append_metrics(row)
-        self._last_logged = int(step)
-        return row
+        return {k: M.scalar(v) for k, v in row.items()}
 
     def finish(self, steps: int, last_val_acc: float | None) -> None:
         if self.rundir is not None:
@@ -94,9 +100,12 @@ class AllocationRun:
                                        "final_val_acc": last_val_acc, "wall_s": self.elapsed(), "backend": "verl"})
 
     # -- checkpoint -----------------------------------------------------------------------------
-    def state_dict(self) -> dict:
+    def state_dict(self, row: dict | None = None) -> dict:
+        """`row`: the checkpoint step's metrics line as far as it is known. verl saves a checkpoint
+        before the step's metrics are logged; a run killed in between gets the line from here."""
         return {"allocator": self.allocator.state_dict(), "stream": self.stream.state_dict(),
-                "ledger": self.ledger.state_dict(), "elapsed_s": self.elapsed(), "live": sorted(self.live)}
+                "ledger": self.ledger.state_dict(), "elapsed_s": self.elapsed(), "live": sorted(self.live),
+                "row": row}
 
     def load_state_dict(self, state: dict, step: int) -> None:
         self.allocator.load_state_dict(state["allocator"])
@@ -106,7 +115,9 @@ class AllocationRun:
         drop_unheld(self.kv, self.live)
         self._elapsed_before, self._t0 = float(state["elapsed_s"]), time.monotonic()
         if self.rundir is not None:
-            self.rundir.truncate_metrics(step)
+            rows = self.rundir.truncate_metrics(step)
+            if state.get("row") and not any(int(r["step"]) == step for r in rows):
+                self.rundir.append_metrics(state["row"])  # killed between checkpoint and metrics line
         self._last_logged = step
 
 

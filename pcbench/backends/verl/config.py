@@ -16,6 +16,8 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 import pcbench
+from pcbench.backends.verl.platform import apply_cpu
+from pcbench.backends.verl.platform import resolve as resolve_platform
 from pcbench.config import ConfigError
 
 REPO = Path(pcbench.__file__).resolve().parents[1]
@@ -77,10 +79,14 @@ def check_gpu_capacity(model) -> None:
                           f"set model.offload=true")
 
 
-def runtime_env_vars() -> dict[str, str]:
-    """Set for every Ray worker: our trainer registers itself on `import verl`, pcbench is importable."""
-    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
-    return {"VERL_USE_EXTERNAL_MODULES": PLUGIN, "PYTHONPATH": path}
+def runtime_env_vars(platform: str = "gpu", base: dict | None = None) -> dict[str, str]:
+    """Set for every Ray worker and the driver: our modules register themselves on `import verl`
+    (VERL_USE_EXTERNAL_MODULES), pcbench is importable. Appended to what `base` (the config's
+    env_vars) and this process's environment already list, never replacing them."""
+    from pcbench.backends.verl.platform import LIST_VARS, env_for, merge_env
+
+    inherited = {k: os.environ[k] for k in LIST_VARS if os.environ.get(k)}
+    return merge_env(base, {"PYTHONPATH": str(REPO)}, inherited, env_for(platform, str(REPO)))
 
 
 def _absolute(path: str) -> str:
@@ -94,6 +100,7 @@ def _absolute(path: str) -> str:
 def build_verl_config(cfg: DictConfig, run_dir: str | None, resumed: bool = False, run_name: str = "") -> DictConfig:
     """Resolved, standalone verl config (with the `pcbench:` key) for this pcbench config."""
     check_backend_config(cfg)
+    platform = resolve_platform(cfg)
     verl = OmegaConf.create(OmegaConf.to_container(cfg.verl, resolve=True))
     verl.data.train_files = _absolute(str(verl.data.train_files))
     verl.data.val_files = [_absolute(str(f)) for f in verl.data.val_files]
@@ -111,22 +118,25 @@ def build_verl_config(cfg: DictConfig, run_dir: str | None, resumed: bool = Fals
     if cfg.backend.get("ray_num_cpus") is not None:
         ray_init.num_cpus = int(cfg.backend.ray_num_cpus)
     env = dict(ray_init.runtime_env.get("env_vars") or {})
-    ray_init.runtime_env.env_vars = {**runtime_env_vars(), **env}
+    ray_init.runtime_env.env_vars = runtime_env_vars(platform, env)
+    if platform == "cpu":
+        apply_cpu(verl)
     verl.pcbench = {
         "method": OmegaConf.to_container(cfg.method, resolve=True),
         "train_batch": int(cfg.train.batch_size),
         "seed": int(cfg.seed),
         "run_dir": None if run_dir is None else str(Path(run_dir).resolve()),
         "resumed": bool(resumed),
+        "platform": platform,
         "backend": {"poll_interval_s": float(cfg.backend.poll_interval_s),
                     "max_retries": int(cfg.backend.max_retries)},
     }
     return verl
 
 
-def verl_command(config_file: str | Path) -> str:
+def verl_command(config_file: str | Path, verl: DictConfig) -> str:
     """The verl command equivalent to this run: verl's own entry on the written config."""
     p = Path(config_file)
-    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in runtime_env_vars().items())
+    env = " ".join(f"{k}={shlex.quote(str(v))}" for k, v in verl.ray_kwargs.ray_init.runtime_env.env_vars.items())
     return f"{env} python -m verl.trainer.main_ppo --config-path {shlex.quote(str(p.parent.resolve()))} " \
            f"--config-name {shlex.quote(p.stem)}"

@@ -3,20 +3,24 @@
     python -m pcbench.run backend=verl model=qwen2.5-math-1.5b data=deepmath method=pilot_commit
     python -m pcbench.run backend=verl model=qwen2.5-math-1.5b data=deepmath method=pilot_commit dry_run=true
 
-A real run prepares the pcbench run folder (results/<experiment>/<run_id>/), writes the
-resolved verl config into it (verl_config.yaml), and hands it to verl's own `run_ppo` with
-V1's TaskRunner: Ray starts, verl builds FSDP workers and vLLM replicas, and the `pcbench`
-trainer mode (trainer.py) drives the allocator. The same run can be started with the
-printed verl command. A dry run prints the config and the command and touches nothing.
+A real run builds the local assets a config can make (the tiny model, generated data), prepares
+the pcbench run folder (results/<experiment>/<run_id>/), writes the resolved verl config into it
+(verl_config.yaml), and runs verl's own `run_ppo` with V1's TaskRunner in a child process
+(launch.py) under a watchdog (watchdog.py): Ray starts, verl builds FSDP workers and vLLM
+replicas, and the `pcbench` trainer mode (trainer.py) drives the allocator. The same run can be
+started with the printed verl command. A dry run prints the config and the command and touches
+nothing.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 from omegaconf import DictConfig, OmegaConf
 
 from pcbench.backends.verl.config import build_verl_config, verl_command
+from pcbench.backends.verl.watchdog import HEARTBEAT, supervise
 from pcbench.config import ConfigError
 from pcbench.data import MissingDataError, check_data_files
 from pcbench.rundir import RunDir, run_id
@@ -38,8 +42,9 @@ def dry_run(cfg: DictConfig) -> str:
     lines = [f"# pcbench dry run (nothing written): backend=verl method={cfg.method.name} model={cfg.model.name} "
              f"data={cfg.data.name}",
              f"# run folder: {folder}", "# resolved verl config:", OmegaConf.to_yaml(verl).rstrip(),
-             "# command (pcbench runs the same in-process; it first writes the config file):",
-             verl_command(folder / CONFIG_NAME)]
+             f"# platform: {verl.pcbench.platform} (backend.platform={cfg.backend.get('platform', 'auto')})",
+             "# command (pcbench runs the same in a supervised child process; it first writes the config file):",
+             verl_command(folder / CONFIG_NAME, verl)]
     try:
         check_data_files(data_files(cfg))
     except MissingDataError as e:
@@ -52,7 +57,15 @@ def run(cfg: DictConfig):
         if cfg.dry_run:
             print(dry_run(cfg))
             return None
-        build_verl_config(cfg, run_dir=None)  # every config error before any file or process
+        verl = build_verl_config(cfg, run_dir=None)  # every config error before any file or process
+        if verl.pcbench.platform == "cpu":
+            from pcbench.backends.verl.cpu_vllm import VersionMismatch, check_versions
+
+            try:
+                check_versions()
+            except VersionMismatch as e:
+                raise ConfigError(str(e)) from None
+        make_local_assets(cfg)
         check_data_files(data_files(cfg))
     except (ConfigError, MissingDataError) as e:
         print(f"pcbench: {'config' if isinstance(e, ConfigError) else 'data'} error: {e}", file=sys.stderr)
@@ -64,22 +77,29 @@ def run(cfg: DictConfig):
     rundir = RunDir.prepare(cfg)
     verl = build_verl_config(cfg, run_dir=str(rundir.path), resumed=rundir.resumed, run_name=rundir.path.name)
     (rundir.path / CONFIG_NAME).write_text(OmegaConf.to_yaml(verl))
-    print(f"pcbench: run folder {rundir.path}; verl config {rundir.path / CONFIG_NAME}", flush=True)
-    return launch(verl)
+    print(f"pcbench: run folder {rundir.path}; verl config {rundir.path / CONFIG_NAME} "
+          f"(platform {verl.pcbench.platform})", flush=True)
+    rc = supervise([sys.executable, "-m", "pcbench.backends.verl.launch", str(rundir.path / CONFIG_NAME)],
+                   rundir.path / HEARTBEAT, float(cfg.backend.watchdog_s))
+    if rc != 0:
+        sys.exit(rc)
+    return None
 
 
-def launch(verl: DictConfig):
-    """What `python -m verl.trainer.main_ppo` does with a composed config (needs GPUs and vLLM)."""
-    import os
+def make_local_assets(cfg: DictConfig) -> None:
+    """Build what a model/data config says it can build offline (`make:`), once: the tiny verl model
+    (conf/model/tiny-verl.yaml) and generated parquet sets (pcbench.data.prepare's `arith`)."""
+    from pathlib import Path
 
-    from pcbench.backends.verl.config import runtime_env_vars
+    from pcbench.data.specs import SPECS
 
-    os.environ.update(runtime_env_vars())  # the driver's own `import verl` registers the trainer too
-    from verl.trainer.main_ppo import TaskRunnerV1, run_ppo
-    from verl.trainer.ppo.utils import need_critic, need_reference_policy
-    from verl.utils.config import validate_config
-    from verl.utils.device import auto_set_device
+    if cfg.model.get("make"):
+        module, _, fn = str(cfg.model.make).partition(":")
+        getattr(importlib.import_module(module), fn)(cfg.model.path)
+    for f in map(Path, data_files(cfg)):
+        spec = SPECS.get(f.stem)
+        if not f.exists() and spec is not None and spec.generate is not None:
+            from pcbench.data.prepare import prepare
 
-    auto_set_device(verl)
-    validate_config(config=verl, use_reference_policy=need_reference_policy(verl), use_critic=need_critic(verl))
-    run_ppo(verl, task_runner_class=TaskRunnerV1)
+            print(f"pcbench: generating {f} (python -m pcbench.data.prepare {f.stem} --out {f.parent})", flush=True)
+            prepare(f.stem, f.parent)

@@ -63,7 +63,8 @@ class VerlRolloutBackend:
     """RolloutBackend over verl's agent loop. dataset[prompt_id] is one RLHFDataset row."""
 
     def __init__(self, dataset, agent_loop_manager, kv, global_steps: Callable[[], int],
-                 poll_interval_s: float = 0.5, max_retries: int = 2, timeout_s: float | None = None):
+                 poll_interval_s: float = 0.5, max_retries: int = 2, timeout_s: float | None = None,
+                 progress: Callable[[], None] | None = None):
         self.dataset = dataset
         self.manager = agent_loop_manager
         self.kv = kv
@@ -73,6 +74,10 @@ class VerlRolloutBackend:
         self.timeout_s = timeout_s
         self.calls = 0
         self.retried = 0  # prompt groups resubmitted after an agent-loop failure (logged)
+        # trajectories verl's agent loop wrote to TransferQueue for our prompt groups, failed
+        # groups' partial ones included: verl's own count, next to the ledger's (allocator's) count
+        self.generated = 0
+        self.progress = progress or (lambda: None)  # called when more groups are done (watchdog heartbeat)
 
     # -- RolloutBackend -----------------------------------------------------------------------
     def generate(self, requests: Sequence[Request]) -> list[Rollouts]:
@@ -115,11 +120,15 @@ class VerlRolloutBackend:
 
     def _wait(self, uids: set[str]) -> tuple[dict[str, VerlRows], set[str]]:
         """Poll until every group is terminal: (uid -> rows of finished groups, uids that failed)."""
-        start = time.monotonic()
+        start, done_before = time.monotonic(), 0
         while True:
             listing = (self.kv.kv_list(partition_id=PARTITION) or {}).get(PARTITION, {})
             status = {uid: listing.get(uid, {}).get("status") for uid in uids}
-            if all(s in ("finished", "failure") for s in status.values()):
+            done = sum(s in ("finished", "failure") for s in status.values())
+            if done > done_before:
+                self.progress()
+                done_before = done
+            if done == len(status):
                 break
             if self.timeout_s is not None and time.monotonic() - start > self.timeout_s:
                 waiting = sorted(u for u, s in status.items() if s not in ("finished", "failure"))
@@ -131,6 +140,7 @@ class VerlRolloutBackend:
             if uid in keys and not tag.get("is_prompt", False):
                 keys[uid].append(key)
         self.kv.kv_clear(keys=sorted(uids), partition_id=PARTITION)  # prompt-level status keys
+        self.generated += sum(len(k) for k in keys.values())
         failed = {uid for uid in uids if status[uid] == "failure" or not keys[uid]}
         if failed:  # drop the partial trajectories of failed groups; they are regenerated
             stale = [k for uid in failed for k in keys[uid]]

@@ -29,6 +29,7 @@ from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 from pcbench.backends.verl.allocation import AllocationRun, method_config
 from pcbench.backends.verl.metrics import val_row
 from pcbench.backends.verl.rollout import VerlRolloutBackend
+from pcbench.backends.verl.watchdog import Heartbeat
 from pcbench.rundir import RunDir
 
 STATE_FILE = "pcbench.pt"
@@ -44,6 +45,7 @@ class AllocatingSampler:
         if partition_id != "train":
             return self.inner.sample(global_steps=global_steps, partition_id=partition_id, batch_size=batch_size)
         t = self.trainer
+        t.heartbeat.beat(f"generate step {global_steps}")
         return t.alloc_run.sample(global_steps, t.rollout_backend()), {}
 
 
@@ -61,6 +63,7 @@ class PcbenchTrainer(PPOTrainerSync):
 
     def _make_alloc_run(self) -> AllocationRun:
         p = self.config.pcbench
+        self.heartbeat = Heartbeat(p.get("run_dir"))  # the entry's watchdog reads it (watchdog.py)
         rundir = RunDir(Path(p.run_dir), resumed=bool(p.resumed)) if p.get("run_dir") else None
         return AllocationRun(method_config(p.method), int(p.train_batch), int(p.seed),
                              len(self.train_dataset), self.kv, rundir)
@@ -70,7 +73,8 @@ class PcbenchTrainer(PPOTrainerSync):
             b = self.config.pcbench.backend
             self._rollout_backend = VerlRolloutBackend(
                 self.train_dataset, self.agent_loop_manager, self.kv, lambda: self.global_steps,
-                poll_interval_s=float(b.poll_interval_s), max_retries=int(b.max_retries))
+                poll_interval_s=float(b.poll_interval_s), max_retries=int(b.max_retries),
+                progress=self.heartbeat.beat)
         return self._rollout_backend
 
     # -- the step -----------------------------------------------------------------------------
@@ -80,7 +84,20 @@ class PcbenchTrainer(PPOTrainerSync):
     def step(self, metrics: dict, timing_raw: dict):
         batch = super().step(metrics, timing_raw)
         metrics.update(self.alloc_run.finish_step(self.global_steps))
+        self._step_metrics = metrics  # the step's line, for the checkpoint taken before it is logged
         return batch
+
+    def _compute_old_log_prob(self, batch, metrics):
+        self.heartbeat.beat(f"old log-probs step {self.global_steps}")
+        return super()._compute_old_log_prob(batch, metrics)
+
+    def _update_actor(self, batch, metrics):
+        self.heartbeat.beat(f"update step {self.global_steps}")
+        return super()._update_actor(batch, metrics)
+
+    def on_step_end(self):
+        self.heartbeat.beat(f"weight sync step {self.global_steps}")
+        super().on_step_end()
 
     def _compute_metrics(self, batch, metrics, timing_raw, global_steps, epoch):
         super()._compute_metrics(batch, metrics, timing_raw, global_steps=global_steps, epoch=epoch)
@@ -89,6 +106,7 @@ class PcbenchTrainer(PPOTrainerSync):
             self._last_val = val_row(metrics)["val/acc"]
 
     def _validate(self):
+        self.heartbeat.beat(f"validate step {self.global_steps}")
         out = super()._validate()
         if self.global_steps == 0:  # fit()'s evaluation before training: the step-0 line
             self.alloc_run.log(0, out)
@@ -99,6 +117,7 @@ class PcbenchTrainer(PPOTrainerSync):
         super().fit(agent_loop_manager)
         if self.global_steps > self.total_training_steps:
             self.alloc_run.finish(self.total_training_steps, getattr(self, "_last_val", None))
+        self.heartbeat.beat("shut down Ray and vLLM")
 
     # -- checkpoints ----------------------------------------------------------------------------
     def _step_dir(self) -> str:
@@ -106,8 +125,10 @@ class PcbenchTrainer(PPOTrainerSync):
 
     def _save_checkpoint(self):
         # written before verl's tracker file, so a checkpoint verl resumes from always has it
+        self.heartbeat.beat(f"checkpoint step {self.global_steps}")
         os.makedirs(self._step_dir(), exist_ok=True)
-        torch.save(self.alloc_run.state_dict(), os.path.join(self._step_dir(), STATE_FILE))
+        row = self.alloc_run.row(self.global_steps, getattr(self, "_step_metrics", {}))
+        torch.save(self.alloc_run.state_dict(row), os.path.join(self._step_dir(), STATE_FILE))
         super()._save_checkpoint()
 
     def _load_checkpoint(self):
