@@ -50,7 +50,7 @@ UNFINISHED = "unfinished"
 # runs, verl.* copies of those (its rollout.n is method.n, its data.seed is seed, ...).
 NOT_SETUP = ("method", "seed", "experiment", "logging", "paths", "resume", "dry_run", "hydra",
              "train.threads", "train.checkpoint_every",
-             "backend.poll_interval_s", "backend.max_retries", "backend.ray_num_cpus", "backend.reward_path",
+             "backend.poll_interval_s", "backend.watchdog_s", "backend.max_retries", "backend.ray_num_cpus", "backend.reward_path",
              "verl.actor_rollout_ref.rollout.n", "verl.data.seed", "verl.data.dataloader_num_workers",
              "verl.trainer.project_name", "verl.trainer.experiment_name", "verl.trainer.logger",
              "verl.trainer.default_local_dir", "verl.trainer.resume_mode", "verl.trainer.save_freq",

@@ -19,11 +19,11 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-# Keys that do not change what a run computes: they stay out of the run's identity.
-NON_IDENTITY_KEYS = ("logging", "paths", "resume", "dry_run", "hydra")
-# train.* keys that change how a run executes, not what it computes (threads: results are
-# bit-identical only at a fixed thread count, but a user moving a run between machines keeps its folder)
-NON_IDENTITY_TRAIN_KEYS = ("threads", "checkpoint_every")
+# Keys that change how a run executes, not what it computes; dotted paths into the config.
+# train.threads: results are bit-identical only at a fixed thread count, but a user moving a run
+# between machines keeps its folder. backend.watchdog_s: raising the hang bound must resume.
+NON_IDENTITY_KEYS = ("logging", "paths", "resume", "dry_run", "hydra",
+                     "train.threads", "train.checkpoint_every", "backend.watchdog_s")
 
 
 class RunFolderError(RuntimeError):
@@ -33,9 +33,12 @@ class RunFolderError(RuntimeError):
 def identity(cfg: DictConfig) -> dict:
     data = OmegaConf.to_container(cfg, resolve=True)
     for key in NON_IDENTITY_KEYS:
-        data.pop(key, None)
-    for key in NON_IDENTITY_TRAIN_KEYS:
-        data.get("train", {}).pop(key, None)
+        *parents, leaf = key.split(".")
+        node = data
+        for part in parents:
+            node = node.get(part, {}) if isinstance(node, dict) else {}
+        if isinstance(node, dict):
+            node.pop(leaf, None)
     return data
 
 
