@@ -3,8 +3,11 @@
 1. plan (method, seed) jobs and compose + check every config before anything trains;
 2. train the jobs whose run folder is not finished (2 workers x 1 thread by default, for a
    2-core machine), seed-major so an early stop leaves whole seeds;
-3. score exactly those run folders with analysis (target = GRPO's best seed-mean val/acc)
-   and write <out>/sample_efficiency.md + .json with the commit.
+3. score exactly those run folders with analysis (target = GRPO's best seed-mean val/acc,
+   and the reference-budget target of pcbench/bench/aa.py), run the A/A (GRPO on a second,
+   disjoint seed set) and write <out>/sample_efficiency.md + .json with the commit, the raw
+   curves (curves.csv: one row per run and evaluation), regime.csv (one row per run and step)
+   and the regime card (regime_card.md + .png).
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ import argparse
 import json
 import os
 from pathlib import Path
+
+import pandas as pd
 
 from pcbench.bench.launch import Job, is_finished, launch, plan, run_folder
 from pcbench.bench.provenance import provenance
@@ -24,6 +29,8 @@ ALL_METHODS = ("grpo", "dapo", "pilot_commit", "speed_rl", "greso", "pods", "mop
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--methods", default=",".join(ALL_METHODS), help="comma-separated (default: all nine)")
     p.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1 (default 5)")
+    p.add_argument("--aa-seeds", type=int, default=5, help="GRPO also on seeds N..N+K-1 (disjoint from the main "
+                   "seeds) for the A/A noise floor; 0 skips it (default 5)")
     p.add_argument("--steps", type=int, default=None, help="train.steps (default: the config's)")
     p.add_argument("--jobs", type=int, default=2, help="parallel runs, 1 torch thread each (default 2)")
     p.add_argument("--out", type=Path, default=Path("results/bench"), help="where the .md/.json go")
@@ -45,8 +52,9 @@ def common_overrides(args) -> list[str]:
 def main(args, argv: list[str]) -> int:
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     jobs = plan(methods, list(range(args.seeds)), common_overrides(args))
-    folders = {job: run_folder(job) for job in jobs}  # raises ConfigError before any training
-    todo = [] if args.score_only else [j for j in jobs if not is_finished(folders[j])]
+    aa_jobs = plan(["grpo"], list(range(args.seeds, args.seeds + args.aa_seeds)), common_overrides(args))
+    folders = {job: run_folder(job) for job in jobs + aa_jobs}  # raises ConfigError before any training
+    todo = [] if args.score_only else [j for j in jobs + aa_jobs if not is_finished(folders[j])]
     print(f"{len(jobs)} runs, {len(jobs) - len(todo)} already finished, {len(todo)} to train "
           f"on {args.jobs} worker(s); logs in {args.runs / args.experiment / 'logs'}", flush=True)
     meta = provenance(argv)
@@ -56,8 +64,8 @@ def main(args, argv: list[str]) -> int:
         old = json.loads(previous.read_text())
         meta = {**old["provenance"], "rescored": meta}
         results = old.get("runs", [])
-    report = build_report(jobs, folders, results, args, meta)
     args.out.mkdir(parents=True, exist_ok=True)
+    report = build_report(jobs, aa_jobs, folders, results, args, meta)
     atomic_write_json(args.out / "sample_efficiency.json", report)
     from pcbench.bench.render import sample_efficiency_md
     atomic_write_text(args.out / "sample_efficiency.md", sample_efficiency_md(report))
@@ -65,15 +73,38 @@ def main(args, argv: list[str]) -> int:
     return 0 if not report["failures"] else 1
 
 
-def build_report(jobs: list[Job], folders: dict, results: list[dict], args, meta: dict) -> dict:
+def build_report(jobs: list[Job], aa_jobs: list[Job], folders: dict, results: list[dict], args, meta: dict) -> dict:
     from analysis.runs import load_runs
+    from pcbench.bench.aa import AA, aa_record, curves_table, grpo_targets
     from pcbench.bench.launch import compose_cfg
+    from pcbench.bench.regime import build_card, card_md
+    from pcbench.bench.regime_plot import draw_regime_card
     from pcbench.bench.tables import budget_accuracy, goals, rollouts_records, timing_records
 
-    present = [str(f) for f in folders.values() if (f / "metrics.jsonl").exists()]
+    present = [str(folders[j]) for j in jobs if (folders[j] / "metrics.jsonl").exists()]
+    aa_present = [str(folders[j]) for j in aa_jobs if (folders[j] / "metrics.jsonl").exists()]
     runs, metrics, warnings = load_runs(present) if present else (None, None, ["no run folders"])
     records, table, more = rollouts_records(runs, metrics, 0, args.n_boot) if present else ([], None, [])
     budget = budget_accuracy(metrics, records, 0, args.n_boot) if present else None
+    extra = {"targets": {}, "aa": {}, "reference_records": []}
+    if present:
+        both = metrics
+        if aa_present:
+            _, aa_metrics, aa_warn = load_runs(aa_present)
+            warnings += aa_warn
+            both = pd.concat([metrics, aa_metrics.assign(method=AA)], ignore_index=True)
+        extra["targets"] = grpo_targets(metrics)
+        extra["aa"] = {name: aa_record(both, t, 0, args.n_boot) for name, t in extra["targets"].items()}
+        ref = extra["targets"]["reference"]
+        if ref is not None:
+            extra["reference_records"], _, ref_warn = rollouts_records(runs, metrics, 0, args.n_boot, target=ref)
+            more = more + [f"reference target: {w}" for w in ref_warn]
+        curves_table(both).to_csv(args.out / "curves.csv", index=False)
+        regime, summaries, checks = build_card(metrics)
+        regime.to_csv(args.out / "regime.csv", index=False)
+        atomic_write_text(args.out / "regime_card.md", card_md(summaries, checks))
+        draw_regime_card(regime, summaries, args.out)
+        extra["regime_checks"] = checks
     cfg = compose_cfg(jobs[0].overrides)
     meta["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     failures = [r for r in results if r["status"] != "finished"]
@@ -87,7 +118,8 @@ def build_report(jobs: list[Job], folders: dict, results: list[dict], args, meta
             "goals": goals(records, table, 0, args.n_boot) if present else {},
             "per_run": json.loads(table.to_json(orient="records")) if table is not None else [],
             "failures": failures, "runs": results, "warnings": warnings + more,
-            "notes": NOTES}
+            "aa_seeds": [j.seed for j in aa_jobs], **extra, "notes": NOTES}
+
 
 
 NOTES = [
