@@ -135,8 +135,24 @@ def check_config(cfg: DictConfig) -> None:
         if want is not None and want != cfg.backend.name:
             raise ConfigError(f"{group}={cfg[group].name} runs on backend={want}, not backend={cfg.backend.name}; "
                               f"add backend={want} (or pick a {cfg.backend.name} {group})")
+    if cfg.backend.name == "embedded":
+        check_embedded_data(cfg.data)
     try:
         cls = get_allocator_cls(cfg.method.name)
         cls.validate(cfg.method, t.batch_size)
     except ValueError as e:
         raise ConfigError(str(e)) from None
+
+
+def check_embedded_data(d) -> None:
+    """The synthetic task's evaluation and digit-order keys (conf/data/synthetic.yaml)."""
+    for key in ("val_size", "val_samples"):
+        if int(d.get(key, 1)) < 1:
+            raise ConfigError(f"data.{key}={d.get(key)} must be >= 1 (validation problems / samples per problem; "
+                              f"the default is 512 x 8)")
+    if int(d.get("ood_size", 0)) < 0 or int(d.get("ood_samples", 1)) < 1:
+        raise ConfigError(f"data.ood_size={d.get('ood_size')} must be >= 0 and data.ood_samples="
+                          f"{d.get('ood_samples')} >= 1")
+    if d.get("reverse", False) not in (False, True, "both"):
+        raise ConfigError(f"data.reverse={d.get('reverse')!r}: use false (most significant digit first), true "
+                          f"(answer least significant digit first) or both (operands too)")

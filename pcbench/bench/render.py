@@ -177,7 +177,7 @@ def throughput_md(report: dict) -> str:
            "tokens/s counts generated tokens up to and including EOS; acc is the verifier's pass rate of the "
            "samples. same tokens: the share of rows where both samplers, seeded alike, drew exactly the same "
            "tokens (1.0 = the KV-cache sampler computes "
-           "generate's distribution; our sampler splits calls above 512 rows into chunks, which reorders the "
+           "generate's distribution; our sampler splits calls above 4096 rows into chunks, which reorders the "
            "random draws, so there only acc and length can agree).", "",
            "| batch | sampler | tokens/s | s/call | mean length | acc | same tokens | speed vs generate |",
            "|" + "---|" * 8]

@@ -52,7 +52,9 @@ def common_overrides(args) -> list[str]:
 def main(args, argv: list[str]) -> int:
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     jobs = plan(methods, list(range(args.seeds)), common_overrides(args))
-    aa_jobs = plan(["grpo"], list(range(args.seeds, args.seeds + args.aa_seeds)), common_overrides(args))
+    # the A/A runs live in their own experiment folder, so figures of the main folder show 5 GRPO seeds
+    aa_common = [o if not o.startswith("experiment=") else f"experiment={args.experiment}_aa" for o in common_overrides(args)]
+    aa_jobs = plan(["grpo"], list(range(args.seeds, args.seeds + args.aa_seeds)), aa_common)
     folders = {job: run_folder(job) for job in jobs + aa_jobs}  # raises ConfigError before any training
     todo = [] if args.score_only else [j for j in jobs + aa_jobs if not is_finished(folders[j])]
     print(f"{len(jobs)} runs, {len(jobs) - len(todo)} already finished, {len(todo)} to train "
@@ -75,10 +77,7 @@ def main(args, argv: list[str]) -> int:
 
 def build_report(jobs: list[Job], aa_jobs: list[Job], folders: dict, results: list[dict], args, meta: dict) -> dict:
     from analysis.runs import load_runs
-    from pcbench.bench.aa import AA, aa_record, curves_table, grpo_targets
     from pcbench.bench.launch import compose_cfg
-    from pcbench.bench.regime import build_card, card_md
-    from pcbench.bench.regime_plot import draw_regime_card
     from pcbench.bench.tables import budget_accuracy, goals, rollouts_records, timing_records
 
     present = [str(folders[j]) for j in jobs if (folders[j] / "metrics.jsonl").exists()]
@@ -86,25 +85,7 @@ def build_report(jobs: list[Job], aa_jobs: list[Job], folders: dict, results: li
     runs, metrics, warnings = load_runs(present) if present else (None, None, ["no run folders"])
     records, table, more = rollouts_records(runs, metrics, 0, args.n_boot) if present else ([], None, [])
     budget = budget_accuracy(metrics, records, 0, args.n_boot) if present else None
-    extra = {"targets": {}, "aa": {}, "reference_records": []}
-    if present:
-        both = metrics
-        if aa_present:
-            _, aa_metrics, aa_warn = load_runs(aa_present)
-            warnings += aa_warn
-            both = pd.concat([metrics, aa_metrics.assign(method=AA)], ignore_index=True)
-        extra["targets"] = grpo_targets(metrics)
-        extra["aa"] = {name: aa_record(both, t, 0, args.n_boot) for name, t in extra["targets"].items()}
-        ref = extra["targets"]["reference"]
-        if ref is not None:
-            extra["reference_records"], _, ref_warn = rollouts_records(runs, metrics, 0, args.n_boot, target=ref)
-            more = more + [f"reference target: {w}" for w in ref_warn]
-        curves_table(both).to_csv(args.out / "curves.csv", index=False)
-        regime, summaries, checks = build_card(metrics)
-        regime.to_csv(args.out / "regime.csv", index=False)
-        atomic_write_text(args.out / "regime_card.md", card_md(summaries, checks))
-        draw_regime_card(regime, summaries, args.out)
-        extra["regime_checks"] = checks
+    extra, more_warn = benchmark_extras(runs, metrics, aa_present, args) if present else ({}, [])
     cfg = compose_cfg(jobs[0].overrides)
     meta["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     failures = [r for r in results if r["status"] != "finished"]
@@ -117,7 +98,7 @@ def build_report(jobs: list[Job], aa_jobs: list[Job], folders: dict, results: li
             "records": records, "timing": timing_records(metrics) if present else [],
             "goals": goals(records, table, 0, args.n_boot) if present else {},
             "per_run": json.loads(table.to_json(orient="records")) if table is not None else [],
-            "failures": failures, "runs": results, "warnings": warnings + more,
+            "failures": failures, "runs": results, "warnings": warnings + more + more_warn,
             "aa_seeds": [j.seed for j in aa_jobs], **extra, "notes": NOTES}
 
 
@@ -128,3 +109,33 @@ NOTES = [
     "- The oracle measures each candidate's pass rate with extra rollouts the ledger does not see: "
     "it bounds selection at GRPO's cost, not every allocator (one that reuses rollouts can beat it).",
 ]
+
+
+def benchmark_extras(runs, metrics, aa_present: list[str], args) -> tuple[dict, list[str]]:
+    """Targets, the A/A records, the reference-target table; writes curves.csv, regime.csv and the
+    regime card next to the report. -> (report fields, warnings)."""
+    from analysis.runs import load_runs
+    from pcbench.bench.aa import AA, aa_record, curves_table, grpo_targets
+    from pcbench.bench.regime import build_card, card_md
+    from pcbench.bench.regime_plot import draw_regime_card
+    from pcbench.bench.tables import rollouts_records
+
+    warnings, both = [], metrics
+    if aa_present:
+        _, aa_metrics, aa_warn = load_runs(aa_present)
+        warnings += aa_warn
+        both = pd.concat([metrics, aa_metrics.assign(method=AA)], ignore_index=True)
+    targets = grpo_targets(metrics)
+    extra = {"targets": targets, "aa": {name: aa_record(both, t, 0, args.n_boot) for name, t in targets.items()},
+             "reference_records": []}
+    if targets["reference"] is not None:
+        extra["reference_records"], _, ref_warn = rollouts_records(runs, metrics, 0, args.n_boot,
+                                                                   target=targets["reference"])
+        warnings += [f"reference target: {w}" for w in ref_warn]
+    curves_table(both).to_csv(args.out / "curves.csv", index=False)
+    regime, summaries, checks = build_card(metrics)
+    regime.to_csv(args.out / "regime.csv", index=False)
+    atomic_write_text(args.out / "regime_card.md", card_md(summaries, checks))
+    draw_regime_card(regime, summaries, args.out)
+    extra["regime_checks"] = checks
+    return extra, warnings

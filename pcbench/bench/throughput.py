@@ -8,7 +8,7 @@ once per batch, then the two are timed alternately `--repeats` times (so load fr
 processes on a shared machine falls on both alike); the median is reported. The samples of both
 are scored by the verifier, and compared token by token: both draw from torch's multinomial
 with the same seed, so equal next-token distributions give identical samples (our sampler
-splits calls above 512 rows into chunks, which reorders the draws: there only acc and
+splits calls above 4096 rows into chunks, which reorders the draws: there only acc and
 length can agree, within noise).
 """
 

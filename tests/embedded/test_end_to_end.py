@@ -55,11 +55,13 @@ def test_each_method_writes_a_complete_run_folder(tmp_path, cache, method):
     evals = [r for r in rows if "val/acc" in r]
     assert [r["step"] for r in evals] == [0, 2, 4]
     for r in evals:
-        assert 0 <= r["val/acc"] <= 1 and {"val/add21/acc", "val/add22/acc", "val/add33/acc"} <= set(r)
+        assert 0 <= r["val/acc"] <= 1 and {"val/acc_se", "val/add22/acc", "ood/add21/acc", "ood/add55/acc"} <= set(r)
+        assert 0 <= r["val/acc_se"] <= 0.5 / 16 ** 0.5  # at most the Bernoulli bound of 16 problems
     for prev, r in zip(rows, rows[1:]):
         assert r["cumulative_rollouts"] == prev["cumulative_rollouts"] + r["rollouts/step"]
         assert r["rollouts/pilot"] + r["rollouts/commit"] + r["rollouts/plain"] == r["rollouts/step"]
         assert r["rollouts/trained"] == 4 * 16  # exactly train_batch groups of n
+        assert r["alloc/groups"] == 4 and r["alloc/groups_all_correct"] + r["alloc/groups_all_wrong"] <= 4
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["status"] == "finished" and summary["cumulative_rollouts"] == rows[-1]["cumulative_rollouts"]
     cfg = (folder / "config.yaml").read_text()
