@@ -56,7 +56,9 @@ def main(args, argv: list[str]) -> int:
     aa_common = [o if not o.startswith("experiment=") else f"experiment={args.experiment}_aa" for o in common_overrides(args)]
     aa_jobs = plan(["grpo"], list(range(args.seeds, args.seeds + args.aa_seeds)), aa_common)
     folders = {job: run_folder(job) for job in jobs + aa_jobs}  # raises ConfigError before any training
-    todo = [] if args.score_only else [j for j in jobs + aa_jobs if not is_finished(folders[j])]
+    # each A/A seed right after its main seed, so a benchmark stopped early has both halves of the A/A
+    order = [j for s in range(args.seeds) for j in [x for x in jobs if x.seed == s] + aa_jobs[s:s + 1]] + aa_jobs[args.seeds:]
+    todo = [] if args.score_only else [j for j in order if not is_finished(folders[j])]
     print(f"{len(jobs)} runs, {len(jobs) - len(todo)} already finished, {len(todo)} to train "
           f"on {args.jobs} worker(s); logs in {args.runs / args.experiment / 'logs'}", flush=True)
     meta = provenance(argv)
