@@ -16,10 +16,11 @@ import pandas as pd
 from pcbench.ledger import PASS_BINS
 
 COLORS = {"all_correct": "#4daf4a", "all_wrong": "#e41a1c", "mixed": "#377eb8"}
+SMOOTH = 5  # steps: a batch of 8 groups moves a share in steps of 12.5%, so shares are pooled over 5 steps
 
 
 def _shares(rows: pd.DataFrame, total: str, right: str, wrong: str) -> pd.DataFrame:
-    g = rows.groupby("step")[[total, right, wrong]].sum()
+    g = rows.groupby("step")[[total, right, wrong]].sum().rolling(SMOOTH, min_periods=1).sum()
     den = g[total].replace(0, np.nan)
     return pd.DataFrame({"all_correct": g[right] / den, "all_wrong": g[wrong] / den,
                          "mixed": (g[total] - g[right] - g[wrong]) / den}).fillna(0.0)
@@ -30,7 +31,7 @@ def _stack(ax, shares: pd.DataFrame, title: str) -> None:
                  labels=["all correct", "all wrong", "mixed"])
     ax.set_ylim(0, 100)
     ax.set_title(title, fontsize=9)
-    ax.set_xlabel("step")
+    ax.set_xlabel(f"step (pooled over the last {SMOOTH} steps and all seeds)")
     ax.set_ylabel("% of groups")
 
 

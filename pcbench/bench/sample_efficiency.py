@@ -59,7 +59,8 @@ def main(args, argv: list[str]) -> int:
     # each A/A seed right after its main seed, so a benchmark stopped early has both halves of the A/A
     order = [j for s in range(args.seeds) for j in [x for x in jobs if x.seed == s] + aa_jobs[s:s + 1]] + aa_jobs[args.seeds:]
     todo = [] if args.score_only else [j for j in order if not is_finished(folders[j])]
-    print(f"{len(jobs)} runs, {len(jobs) - len(todo)} already finished, {len(todo)} to train "
+    print(f"{len(jobs) + len(aa_jobs)} runs ({len(aa_jobs)} of them the A/A), {len(jobs) + len(aa_jobs) - len(todo)} "
+          f"already finished, {len(todo)} to train "
           f"on {args.jobs} worker(s); logs in {args.runs / args.experiment / 'logs'}", flush=True)
     meta = provenance(argv)
     results = launch(todo, args.jobs, args.runs / args.experiment / "logs")
