@@ -13,7 +13,10 @@ import pytest
 TINY = ["model.hidden_size=64", "model.intermediate_size=128", "model.warmstart.steps=250", "data.train_size=240",
         "data.val_size=16", "data.sft_size=1000", "train.batch_size=4", "train.mini_batch_size=2", "rollout.n=16",
         "train.eval_every=2", "train.checkpoint_every=2", "train.threads=1", "logging.progress=false",
-        "experiment=e2e"]
+        "experiment=e2e", "method.max_rounds=30",
+        # a 250-step warm start of this small model solves some 2+2-digit sums and no longer ones:
+        # train on add22 only, so every method finds prompts with varying reward
+        "data.tiers.add33=0.0", "data.tiers.add44=0.0"]
 
 
 @pytest.fixture(scope="module")
