@@ -60,10 +60,25 @@ class Group:
         return sum(len(p) for p in self.parts)
 
 
+def regime_counts(accs) -> tuple[int, int, int]:
+    """(groups, all correct, all wrong) over per-group acc arrays: the zero-variance split."""
+    accs = [np.asarray(a) for a in accs]
+    return (len(accs), sum(int(a.size > 0 and bool(a.min() >= 1.0)) for a in accs),
+            sum(int(a.size > 0 and bool(a.max() <= 0.0)) for a in accs))
+
+
 @dataclass
 class StepBatch:
     groups: list[Group]
     stats: dict[str, float] = field(default_factory=dict)  # allocator counters, logged as alloc/*
+
+    def __post_init__(self):
+        # Every allocator's trained groups, split by reward variance, counted here once so both
+        # backends log them for every method (the regime card reads them): all-correct and
+        # all-wrong groups carry zero GRPO advantage.
+        groups, right, wrong = regime_counts(g.acc for g in self.groups)
+        self.stats = {**self.stats, "alloc/groups": groups, "alloc/groups_all_correct": right,
+                      "alloc/groups_all_wrong": wrong}
 
 
 class RolloutBackend(Protocol):
@@ -91,6 +106,7 @@ class AllocContext:
             if len(out) != req.k or out.prompt_id != req.prompt_id:
                 raise RuntimeError(f"backend answered {req} with {len(out)} rollouts of prompt {out.prompt_id}")
             self.ledger.generated(req.kind, req.k)
+            self.ledger.sampled_group(req.kind, req.prompt_id, out.acc)
         return outs
 
 

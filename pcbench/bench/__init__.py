@@ -3,6 +3,7 @@
     python -m pcbench.bench sample_efficiency [--seeds 5] [--methods grpo,dapo,...] [--steps N]
                                               [--jobs 2] [--out results/bench/] [-o KEY=VALUE ...]
     python -m pcbench.bench throughput [--batch 64,256,768] [--out results/bench/] [-o KEY=VALUE ...]
+    python -m pcbench.bench regime RESULTS_DIR [...] [--out DIR]
 
 `sample_efficiency` trains every (method, seed) into its own run folder (the same folder
 `python -m pcbench.run <the same overrides>` would use, so reruns resume or reuse it), then

@@ -1,11 +1,11 @@
-"""CLI of pcbench.bench (see the package docstring): sample_efficiency | throughput."""
+"""CLI of pcbench.bench (see the package docstring): sample_efficiency | throughput | regime."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from pcbench.bench import sample_efficiency, throughput
+from pcbench.bench import regime, sample_efficiency, throughput
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -15,6 +15,9 @@ def build_parser() -> argparse.ArgumentParser:
     sample_efficiency.add_arguments(se)
     tp = sub.add_parser("throughput", help="embedded sampler vs transformers generate, tokens/s")
     throughput.add_arguments(tp)
+    rg = sub.add_parser("regime", help="regime card of run folders (embedded or verl): zero-variance shares, "
+                        "pass-rate histograms, per-set accuracy")
+    regime.add_arguments(rg)
     return parser
 
 
@@ -25,6 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "sample_efficiency":
             return sample_efficiency.main(args, argv)
+        if args.command == "regime":
+            return regime.main(args)
         return throughput.main(args, argv)
     except ConfigError as e:
         print(f"pcbench.bench: config error: {e}", file=sys.stderr)

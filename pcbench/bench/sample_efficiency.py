@@ -3,8 +3,11 @@
 1. plan (method, seed) jobs and compose + check every config before anything trains;
 2. train the jobs whose run folder is not finished (2 workers x 1 thread by default, for a
    2-core machine), seed-major so an early stop leaves whole seeds;
-3. score exactly those run folders with analysis (target = GRPO's best seed-mean val/acc)
-   and write <out>/sample_efficiency.md + .json with the commit.
+3. score exactly those run folders with analysis (target = GRPO's best seed-mean val/acc,
+   and the reference-budget target of pcbench/bench/aa.py), run the A/A (GRPO on a second,
+   disjoint seed set) and write <out>/sample_efficiency.md + .json with the commit, the raw
+   curves (curves.csv: one row per run and evaluation), regime.csv (one row per run and step)
+   and the regime card (regime_card.md + .png).
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ import argparse
 import json
 import os
 from pathlib import Path
+
+import pandas as pd
 
 from pcbench.bench.launch import Job, is_finished, launch, plan, run_folder
 from pcbench.bench.provenance import provenance
@@ -24,6 +29,8 @@ ALL_METHODS = ("grpo", "dapo", "pilot_commit", "speed_rl", "greso", "pods", "mop
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--methods", default=",".join(ALL_METHODS), help="comma-separated (default: all nine)")
     p.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1 (default 5)")
+    p.add_argument("--aa-seeds", type=int, default=5, help="GRPO also on seeds N..N+K-1 (disjoint from the main "
+                   "seeds) for the A/A noise floor; 0 skips it (default 5)")
     p.add_argument("--steps", type=int, default=None, help="train.steps (default: the config's)")
     p.add_argument("--jobs", type=int, default=2, help="parallel runs, 1 torch thread each (default 2)")
     p.add_argument("--out", type=Path, default=Path("results/bench"), help="where the .md/.json go")
@@ -45,9 +52,15 @@ def common_overrides(args) -> list[str]:
 def main(args, argv: list[str]) -> int:
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     jobs = plan(methods, list(range(args.seeds)), common_overrides(args))
-    folders = {job: run_folder(job) for job in jobs}  # raises ConfigError before any training
-    todo = [] if args.score_only else [j for j in jobs if not is_finished(folders[j])]
-    print(f"{len(jobs)} runs, {len(jobs) - len(todo)} already finished, {len(todo)} to train "
+    # the A/A runs live in their own experiment folder, so figures of the main folder show 5 GRPO seeds
+    aa_common = [o if not o.startswith("experiment=") else f"experiment={args.experiment}_aa" for o in common_overrides(args)]
+    aa_jobs = plan(["grpo"], list(range(args.seeds, args.seeds + args.aa_seeds)), aa_common)
+    folders = {job: run_folder(job) for job in jobs + aa_jobs}  # raises ConfigError before any training
+    # each A/A seed right after its main seed, so a benchmark stopped early has both halves of the A/A
+    order = [j for s in range(args.seeds) for j in [x for x in jobs if x.seed == s] + aa_jobs[s:s + 1]] + aa_jobs[args.seeds:]
+    todo = [] if args.score_only else [j for j in order if not is_finished(folders[j])]
+    print(f"{len(jobs) + len(aa_jobs)} runs ({len(aa_jobs)} of them the A/A), {len(jobs) + len(aa_jobs) - len(todo)} "
+          f"already finished, {len(todo)} to train "
           f"on {args.jobs} worker(s); logs in {args.runs / args.experiment / 'logs'}", flush=True)
     meta = provenance(argv)
     results = launch(todo, args.jobs, args.runs / args.experiment / "logs")
@@ -56,8 +69,8 @@ def main(args, argv: list[str]) -> int:
         old = json.loads(previous.read_text())
         meta = {**old["provenance"], "rescored": meta}
         results = old.get("runs", [])
-    report = build_report(jobs, folders, results, args, meta)
     args.out.mkdir(parents=True, exist_ok=True)
+    report = build_report(jobs, aa_jobs, folders, results, args, meta)
     atomic_write_json(args.out / "sample_efficiency.json", report)
     from pcbench.bench.render import sample_efficiency_md
     atomic_write_text(args.out / "sample_efficiency.md", sample_efficiency_md(report))
@@ -65,15 +78,17 @@ def main(args, argv: list[str]) -> int:
     return 0 if not report["failures"] else 1
 
 
-def build_report(jobs: list[Job], folders: dict, results: list[dict], args, meta: dict) -> dict:
+def build_report(jobs: list[Job], aa_jobs: list[Job], folders: dict, results: list[dict], args, meta: dict) -> dict:
     from analysis.runs import load_runs
     from pcbench.bench.launch import compose_cfg
     from pcbench.bench.tables import budget_accuracy, goals, rollouts_records, timing_records
 
-    present = [str(f) for f in folders.values() if (f / "metrics.jsonl").exists()]
+    present = [str(folders[j]) for j in jobs if (folders[j] / "metrics.jsonl").exists()]
+    aa_present = [str(folders[j]) for j in aa_jobs if (folders[j] / "metrics.jsonl").exists()]
     runs, metrics, warnings = load_runs(present) if present else (None, None, ["no run folders"])
     records, table, more = rollouts_records(runs, metrics, 0, args.n_boot) if present else ([], None, [])
     budget = budget_accuracy(metrics, records, 0, args.n_boot) if present else None
+    extra, more_warn = benchmark_extras(runs, metrics, aa_present, args) if present else ({}, [])
     cfg = compose_cfg(jobs[0].overrides)
     meta["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     failures = [r for r in results if r["status"] != "finished"]
@@ -86,8 +101,9 @@ def build_report(jobs: list[Job], folders: dict, results: list[dict], args, meta
             "records": records, "timing": timing_records(metrics) if present else [],
             "goals": goals(records, table, 0, args.n_boot) if present else {},
             "per_run": json.loads(table.to_json(orient="records")) if table is not None else [],
-            "failures": failures, "runs": results, "warnings": warnings + more,
-            "notes": NOTES}
+            "failures": failures, "runs": results, "warnings": warnings + more + more_warn,
+            "aa_seeds": [j.seed for j in aa_jobs], **extra, "notes": NOTES}
+
 
 
 NOTES = [
@@ -96,3 +112,33 @@ NOTES = [
     "- The oracle measures each candidate's pass rate with extra rollouts the ledger does not see: "
     "it bounds selection at GRPO's cost, not every allocator (one that reuses rollouts can beat it).",
 ]
+
+
+def benchmark_extras(runs, metrics, aa_present: list[str], args) -> tuple[dict, list[str]]:
+    """Targets, the A/A records, the reference-target table; writes curves.csv, regime.csv and the
+    regime card next to the report. -> (report fields, warnings)."""
+    from analysis.runs import load_runs
+    from pcbench.bench.aa import AA, aa_record, curves_table, grpo_targets
+    from pcbench.bench.regime import build_card, card_md
+    from pcbench.bench.regime_plot import draw_regime_card
+    from pcbench.bench.tables import rollouts_records
+
+    warnings, both = [], metrics
+    if aa_present:
+        _, aa_metrics, aa_warn = load_runs(aa_present)
+        warnings += aa_warn
+        both = pd.concat([metrics, aa_metrics.assign(method=AA)], ignore_index=True)
+    targets = grpo_targets(metrics)
+    extra = {"targets": targets, "aa": {name: aa_record(both, t, 0, args.n_boot) for name, t in targets.items()},
+             "reference_records": []}
+    if targets["reference"] is not None:
+        extra["reference_records"], _, ref_warn = rollouts_records(runs, metrics, 0, args.n_boot,
+                                                                   target=targets["reference"])
+        warnings += [f"reference target: {w}" for w in ref_warn]
+    curves_table(both).to_csv(args.out / "curves.csv", index=False)
+    regime, summaries, checks = build_card(metrics)
+    regime.to_csv(args.out / "regime.csv", index=False)
+    atomic_write_text(args.out / "regime_card.md", card_md(summaries, checks))
+    draw_regime_card(regime, summaries, args.out)
+    extra["regime_checks"] = checks
+    return extra, warnings

@@ -22,10 +22,11 @@ def _finite(x):
     return None if x is None or not math.isfinite(x) else float(x)
 
 
-def rollouts_records(runs: pd.DataFrame, metrics: pd.DataFrame, seed: int, n_boot: int):
-    """-> (records of analysis.scoring.score + ratio_to_oracle fields, per-run table, warnings)."""
-    records, warnings = score(runs, metrics, target=None, baseline="grpo", seed=seed, n_boot=n_boot)
-    targets = resolve_targets(metrics, None, "grpo")
+def rollouts_records(runs: pd.DataFrame, metrics: pd.DataFrame, seed: int, n_boot: int, target: float | None = None):
+    """-> (records of analysis.scoring.score + ratio_to_oracle fields, per-run table, warnings).
+    target: None for GRPO's best (PAPER.md), or a fixed val/acc fraction."""
+    records, warnings = score(runs, metrics, target=target, baseline="grpo", seed=seed, n_boot=n_boot)
+    targets = resolve_targets(metrics, target, "grpo")
     table = per_run_table(metrics, targets, runs)
     rtt = {m: g["rtt"].to_numpy(float) for m, g in table.groupby("method")}
     best = {m: float(g.groupby("step")[ACC].mean().max()) for m, g in metrics[metrics[ACC].notna()].groupby("method")}

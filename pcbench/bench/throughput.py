@@ -8,7 +8,7 @@ once per batch, then the two are timed alternately `--repeats` times (so load fr
 processes on a shared machine falls on both alike); the median is reported. The samples of both
 are scored by the verifier, and compared token by token: both draw from torch's multinomial
 with the same seed, so equal next-token distributions give identical samples (our sampler
-splits calls above 512 rows into chunks, which reorders the draws: there only acc and
+splits calls above 4096 rows into chunks, which reorders the draws: there only acc and
 length can agree, within noise).
 """
 
@@ -28,7 +28,7 @@ from pcbench.rundir import atomic_write_json, atomic_write_text
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch", default="64,256,768", help="rollouts per generation call, comma-separated "
-                   "(default: a small call, a GRPO step of 16 x 16, a DAPO round of 48 x 16)")
+                   "(default: a small call, a GRPO step of 8 x 32, a DAPO round of 24 x 32)")
     p.add_argument("--repeats", type=int, default=7)
     p.add_argument("--threads", type=int, default=1, help="torch threads (training runs use 1)")
     p.add_argument("--weights", choices=("warmstart", "random"), default="warmstart")

@@ -27,8 +27,8 @@ def bench(*args, cache, timeout=600):
 @pytest.mark.slow
 def test_sample_efficiency_end_to_end_and_reuse(tmp_path, cache):
     runs, out = tmp_path / "runs", tmp_path / "out"
-    proc = bench("sample_efficiency", "--seeds", "2", "--methods", METHODS, "--steps", "3", "--runs", str(runs),
-                 "--out", str(out), "--n-boot", "200", cache=cache)
+    proc = bench("sample_efficiency", "--seeds", "2", "--aa-seeds", "2", "--methods", METHODS, "--steps", "3",
+                 "--runs", str(runs), "--out", str(out), "--n-boot", "200", cache=cache)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     report = json.loads((out / "sample_efficiency.json").read_text())
     assert len(report["provenance"]["commit"]) == 40 and report["setup"]["steps"] == 3
@@ -40,12 +40,22 @@ def test_sample_efficiency_end_to_end_and_reuse(tmp_path, cache):
     assert oracle["ratio_to_oracle"] in (1.0, None)
     md = (out / "sample_efficiency.md").read_text()
     assert report["provenance"]["commit"] in md and "| pilot_commit_bayes |" in md
+    # the A/A (GRPO on seeds 2, 3) is scored apart from the main table, its runs in their own experiment
+    assert report["aa_seeds"] == [2, 3] and set(report["aa"]) == {"paper", "reference"}
+    assert md.index("A/A noise floor") < md.index("## Rollouts to target (paper target)")
+    assert (runs / "sample_efficiency_aa").is_dir() and len(report["per_run"]) == 8
+    curves = (out / "curves.csv").read_text().splitlines()
+    assert curves[0].startswith("method,seed_set,seed,step,cumulative_rollouts,val_acc") and "val_acc_se" in curves[0]
+    assert len(curves) == 1 + 10 * 4  # 10 runs x evaluations at steps 0..3
+    regime = (out / "regime.csv").read_text().splitlines()
+    assert regime[0].startswith("method,seed,step,cumulative_rollouts,groups,all_correct,all_wrong")
+    assert len(regime) == 1 + 8 * 3 and (out / "regime_card.png").exists()
     # the same request again trains nothing, and each folder is the one pcbench.run would use
-    again = bench("sample_efficiency", "--seeds", "2", "--methods", METHODS, "--steps", "3", "--runs", str(runs),
-                  "--out", str(out), "--n-boot", "200", cache=cache)
-    assert again.returncode == 0 and "8 already finished, 0 to train" in again.stdout
-    rescore = bench("sample_efficiency", "--seeds", "2", "--methods", METHODS, "--steps", "3", "--runs", str(runs),
-                    "--out", str(out), "--n-boot", "200", "--score-only", cache=cache)
+    again = bench("sample_efficiency", "--seeds", "2", "--aa-seeds", "2", "--methods", METHODS, "--steps", "3",
+                  "--runs", str(runs), "--out", str(out), "--n-boot", "200", cache=cache)
+    assert again.returncode == 0 and "10 already finished, 0 to train" in again.stdout
+    rescore = bench("sample_efficiency", "--seeds", "2", "--aa-seeds", "2", "--methods", METHODS, "--steps", "3",
+                    "--runs", str(runs), "--out", str(out), "--n-boot", "200", "--score-only", cache=cache)
     rescored = json.loads((out / "sample_efficiency.json").read_text())
     assert rescore.returncode == 0 and "rescored" in rescored["provenance"]
     assert rescored["provenance"]["date_utc"] == report["provenance"]["date_utc"]  # the training run's record

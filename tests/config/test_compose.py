@@ -24,11 +24,11 @@ def test_embedded_methods_compose_with_paper_ratios(method):
     cfg = cfg_of(f"method={method}")
     check_config(cfg)
     m = cfg.method
-    assert m.name == method and m.n == cfg.rollout.n == 16
+    assert m.name == method and m.n == cfg.rollout.n == 32
     if method != "grpo":
         assert m.gen_batch_size == 3 * cfg.train.batch_size  # 3x candidate pool
     if method == "pilot_commit":
-        assert (m.n_pilot, m.n_commit, m.lower, m.upper, m.staleness) == (4, 12, 0.125, 0.25, 4)
+        assert (m.n_pilot, m.n_commit, m.lower, m.upper, m.staleness) == (8, 24, 0.125, 0.25, 4)
 
 
 def test_pilot_split_follows_rollout_n():
@@ -37,18 +37,22 @@ def test_pilot_split_follows_rollout_n():
 
 
 @pytest.mark.parametrize("overrides,needle", [
-    (["method=pilot_commit", "method.n_pilot=16"], "method.n_pilot=16 must be in [1, method.n=16)"),
+    (["method=pilot_commit", "method.n_pilot=32"], "method.n_pilot=32 must be in [1, method.n=32)"),
     (["method=pilot_commit", "method.n_commit=5"], "set n_commit = n - n_pilot"),
     (["method=pilot_commit", "method.lower=0.9"], "keeps nothing"),
     (["method=pilot_commit", "method.upper=-0.1"], "method.upper=-0.1: must be a number in [0, 1]"),
-    (["method=dapo", "method.gen_batch_size=4"], "method.gen_batch_size=4 < train batch 16"),
+    (["method=dapo", "method.gen_batch_size=4"], "method.gen_batch_size=4 < train batch 8"),
     (["method=pilot_commit", "method.staleness=-1"], "staleness"),
-    (["train.mini_batch_size=3"], "train.mini_batch_size=3: must be an integer >= 1 that divides train.batch_size=16"),
+    (["train.mini_batch_size=3"], "train.mini_batch_size=3: must be an integer >= 1 that divides train.batch_size=8"),
     (["train.steps=0"], "train.steps=0"),
     (["train.top_p=1.5"], "top_p"),
     (["resume=sometimes"], "resume=auto"),
     (["method=grpo", "rollout.n=1"], "at least 2 rollouts"),
     (["+verl.trainer.nnodes=2"], "verl.* settings only apply to backend=verl"),
+    (["data.val_samples=0"], "data.val_samples=0: must be an integer >= 1"),
+    (["data.reverse=backwards"], "data.reverse='backwards'"),
+    (["data.ood_size=-1"], "data.ood_size=-1: must be an integer >= 0"),
+    (["data.ood_samples=0"], "data.ood_samples=0: must be an integer >= 1"),
 ])
 def test_impossible_settings_fail_in_one_line(overrides, needle):
     with pytest.raises(ConfigError) as e:
@@ -66,7 +70,7 @@ def test_cli_reports_config_errors_in_one_line_before_any_work(tmp_path):
                            f"paths.results={tmp_path}"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        "pcbench: config error: method.n_pilot + method.n_commit = 7 != method.n=16; set n_commit = n - n_pilot"]
+        "pcbench: config error: method.n_pilot + method.n_commit = 11 != method.n=32; set n_commit = n - n_pilot"]
     assert [p.name for p in tmp_path.iterdir()] in ([], [".hydra"])  # no run folder, only Hydra's log dir
 
 
@@ -86,7 +90,7 @@ def test_dry_run_prints_the_config_and_writes_nothing(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "pcbench.run", "method=pilot_commit", "dry_run=true",
                            f"paths.results={tmp_path}"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert "n_pilot: 4" in proc.stdout and "# would write" in proc.stdout
+    assert "n_pilot: 8" in proc.stdout and "# would write" in proc.stdout
     assert not (tmp_path / "embedded").exists()
 
 

@@ -7,7 +7,8 @@ from omegaconf import OmegaConf
 
 from pcbench.backends.embedded.model import build_model
 from pcbench.backends.embedded.sampler import sample, top_p_filter
-from pcbench.backends.embedded.task import SyntheticTask
+from pcbench.backends.embedded.evaluate import summarize
+from pcbench.backends.embedded.task import SyntheticTask, sample_problems
 from pcbench.backends.embedded.tokenizer import CharTokenizer
 from pcbench.reward import compute_score
 
@@ -59,12 +60,38 @@ def test_task_sets_are_disjoint_and_answers_verify():
     cfg = OmegaConf.load("conf/data/synthetic.yaml")
     task = SyntheticTask.build(cfg)
     train = {p.prompt for p in task.train}
-    val = {p.prompt for ps in task.val.values() for p in ps}
+    val = {p.prompt for p in task.val}
+    ood = {p.prompt for ps in task.ood.values() for p in ps}
     sft = {p.prompt for p in task.sft}
-    assert not (train & val) and not (train & sft) and not (val & sft)
-    assert len(task.train) == cfg.train_size and set(task.val) == {"add21", "add22", "add33"}
+    assert not (train & val) and not (train & sft) and not (val & sft) and not (ood & (train | val | sft))
+    assert len(task.train) == cfg.train_size and len(task.val) == cfg.val_size and set(task.ood) == set(cfg.ood_sets)
+    assert {p.tier for p in task.val} == set(cfg.tiers)  # val/acc is drawn like the RL mix
     for p in task.train[:200]:
         assert compute_score(p.solution, p.answer).acc
         assert not compute_score(f"\\boxed{{{int(p.answer) + 1}}}", p.answer).acc
     again = SyntheticTask.build(cfg)
     assert [p.prompt for p in again.train] == [p.prompt for p in task.train]
+
+
+@pytest.mark.parametrize("reverse", [True, "both"])
+def test_reversed_answers_are_the_sum_least_significant_digit_first(reverse):
+    rng = np.random.default_rng(0)
+    for p in sample_problems(300, {"add33": 1.0, "add44": 1.0}, rng, reverse=reverse):
+        a, b = p.prompt.rstrip("=").split("+")
+        if reverse == "both":
+            a, b = a[::-1], b[::-1]
+        assert p.answer == str(int(a) + int(b))[::-1]
+        # no gold answer starts with 0: the numeric verifier would also accept it without that digit
+        assert not p.answer.startswith("0")
+        assert compute_score(p.solution, p.answer).acc
+        assert not compute_score(f"\\boxed{{{p.answer[::-1]}}}", p.answer).acc or p.answer == p.answer[::-1]
+
+
+def test_validation_se_is_the_per_problem_sampling_error():
+    rates = np.array([0.0, 1.0, 0.5, 0.25])  # pass rates over k=4 samples
+    s = summarize(rates, 4)
+    assert s["acc"] == pytest.approx(0.4375)
+    # unbiased per-problem variance k/(k-1) p(1-p): 0, 0, 1/3, 1/4; SE = sqrt(sum / k) / N
+    assert s["acc_se"] == pytest.approx(np.sqrt((1 / 3 + 1 / 4) / 4) / 4)
+    assert s["acc_se_problems"] == pytest.approx(rates.std(ddof=1) / 2)
+    assert summarize(np.array([1.0, 0.0]), 8)["acc_se"] == 0.0  # problems decided on every sample add no noise

@@ -63,7 +63,7 @@ class EmbeddedRun:
         post = self.allocator.after_update(self.step, self.ledger)
         row = {"step": self.step, "epoch": self.stream.epoch, **self.ledger.close_step(), **batch.stats, **post, **train}
         if self.step % int(self.cfg.train.eval_every) == 0 or self.step == int(self.cfg.train.steps):
-            row.update(evaluate(self.model, self.tok, self.task.val, self.cfg, self.step))
+            row.update(evaluate(self.model, self.tok, self.task, self.cfg, self.step))
         step_s = time.perf_counter() - t0
         self.elapsed += step_s
         row.update({"time/step_s": step_s, "time/generate_s": gen_s, "time/elapsed_s": self.elapsed,
@@ -106,7 +106,7 @@ def run(cfg) -> dict:
     else:
         rundir.truncate_metrics(-1)
         logger.log({"step": 0, "epoch": 0, "cumulative_rollouts": 0, "time/elapsed_s": 0.0,
-                    **evaluate(r.model, r.tok, r.task.val, cfg, 0)})
+                    **evaluate(r.model, r.tok, r.task, cfg, 0)})
     steps = int(cfg.train.steps)
     bar = tqdm(total=steps, initial=r.step, desc=f"{cfg.method.name} s{cfg.seed}", unit="step",
                disable=not cfg.logging.progress, dynamic_ncols=True)

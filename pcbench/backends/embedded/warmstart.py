@@ -33,7 +33,7 @@ HIST_LABELS = ("p=0", "(0,1/8)", "[1/8,3/8)", "[3/8,5/8)", "[5/8,7/8)", "[7/8,1)
 
 def cache_key(cfg) -> str:
     blob = json.dumps({"model": OmegaConf.to_container(cfg.model, resolve=True),
-                       "data": OmegaConf.to_container(cfg.data, resolve=True), "v": 1}, sort_keys=True)
+                       "data": OmegaConf.to_container(cfg.data, resolve=True), "v": 2}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
@@ -67,7 +67,7 @@ def load_or_train(cfg, task: SyntheticTask, tok: CharTokenizer, log=print):
 def sft(model, task: SyntheticTask, tok: CharTokenizer, ws) -> None:
     g = np.random.default_rng(int(ws.seed))
     opt = torch.optim.AdamW(model.parameters(), lr=float(ws.lr), weight_decay=0.0)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 20))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 50))
     model.train()
     for _ in range(int(ws.steps)):
         idx = g.choice(len(task.sft), size=int(ws.batch_size), replace=False)
