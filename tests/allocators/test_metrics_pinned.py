@@ -3,7 +3,9 @@
 
 The bookkeeping every allocator shares (trained-rollout count, zero-variance counters) lives
 in the base class and StepBatch; this pins that moving it there changed no name and no value.
-Regenerate only for an intended change, and say why in the commit:
+One addition, on purpose: alloc/zero_variance_groups (all-correct + all-wrong trained groups)
+is now logged by every allocator, not only grpo/mopps/pods/oracle; it is checked, not pinned,
+where the pinned rows lack it. Regenerate only for an intended change, and say why in the commit:
 
     python tests/allocators/test_metrics_pinned.py   # rewrites metrics_pinned.json
 """
@@ -47,12 +49,18 @@ def _same(a, b) -> bool:
     return a == b
 
 
+ADDED = "alloc/zero_variance_groups"
+
+
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_logged_metrics_are_pinned(name):
     want = json.loads(PINNED.read_text())[name]
     got = json.loads(json.dumps(rows(name)))
     assert len(got) == len(want)
     for step, (g, w) in enumerate(zip(got, want), start=1):
+        assert g[ADDED] == g["alloc/groups_all_correct"] + g["alloc/groups_all_wrong"]
+        if ADDED not in w:
+            del g[ADDED]
         assert sorted(g) == sorted(w), f"{name} step {step}: metric names differ: {set(g) ^ set(w)}"
         bad = {k: (g[k], w[k]) for k in w if not _same(g[k], w[k])}
         assert not bad, f"{name} step {step}: (now, pinned) {bad}"
