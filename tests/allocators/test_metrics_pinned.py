@@ -43,6 +43,13 @@ def rows(name: str) -> list[dict]:
     return out
 
 
+def dump(pinned: dict) -> str:
+    """One step per line, so a diff shows which allocator and step changed."""
+    blocks = [f"{json.dumps(name)}: [\n" + ",\n".join(json.dumps(r, sort_keys=True) for r in steps) + "\n]"
+              for name, steps in pinned.items()]
+    return "{\n" + ",\n".join(blocks) + "\n}\n"
+
+
 def _same(a, b) -> bool:
     if isinstance(a, float) or isinstance(b, float):
         return a == b or (math.isnan(a) and math.isnan(b))
@@ -67,5 +74,5 @@ def test_logged_metrics_are_pinned(name):
 
 
 if __name__ == "__main__":
-    PINNED.write_text(json.dumps({name: rows(name) for name in sorted(CONFIGS)}, indent=1) + "\n")
+    PINNED.write_text(dump({name: rows(name) for name in sorted(CONFIGS)}))
     print(f"wrote {PINNED}")
