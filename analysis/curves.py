@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from analysis.runs import ACC, eval_rows
-from analysis.scoring import GROUP, TOL, method_order
+from analysis.methods import method_order
+from analysis.scoring import GROUP, TOL
 
 SET_ACC = re.compile(r"^val/([^/]+)/acc$")
 KINDS = ("pilot", "commit", "plain")

@@ -23,18 +23,15 @@ import argparse
 import sys
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a file: make `import analysis.*` work
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import pandas as pd
+from matplotlib.lines import Line2D
+from matplotlib.ticker import MaxNLocator
 
-import pandas as pd  # noqa: E402
-from matplotlib.lines import Line2D  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
-
-from analysis import curves  # noqa: E402
-from analysis.plotstyle import (KIND_COLORS, grid, label, method_colors, save_figure,  # noqa: E402
-                                unit_suffix, wrap)
-from analysis.scoring import method_order, resolve_targets  # noqa: E402
-from analysis.speedup import add_where, load_or_explain, parse_target, report_warnings  # noqa: E402
+from analysis import curves
+from analysis.methods import label, method_colors, method_order
+from analysis.plotstyle import KIND_COLORS, grid, save_figure, unit_suffix, wrap
+from analysis.scoring import resolve_targets
+from analysis.speedup import add_where, load_or_explain, parse_target, report_warnings
 
 BAND = "band: min..max over seeds"
 MARKER_MAX = 25   # draw point markers on curves with at most this many points

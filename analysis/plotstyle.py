@@ -1,4 +1,4 @@
-"""Shared look of the figures: one colour per method everywhere, labels, panel grids, saving."""
+"""Shared look of the figures: panel grids, saving (method labels and colours: analysis/methods.py)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,6 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-FIXED_COLORS = {"grpo": "#1f77b4", "dapo": "#ff7f0e", "pilot_commit": "#2ca02c"}
-FALLBACK_COLORS = ("#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
-LABELS = {"grpo": "GRPO", "dapo": "DAPO", "pilot_commit": "Pilot-Commit"}
 KIND_COLORS = {"pilot": "#9ecae1", "commit": "#3182bd", "plain": "#969696"}
 PANEL_W, PANEL_H = 5.2, 3.6
 DPI = 150
@@ -21,19 +18,6 @@ DPI = 150
 plt.rcParams.update({"axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False,
                      "axes.spines.right": False, "legend.frameon": False, "font.size": 9,
                      "axes.titlesize": 10, "figure.titlesize": 11})
-
-
-def method_colors(methods) -> dict[str, str]:
-    """grpo, dapo, pilot_commit keep fixed colours; other names take the fallback cycle in
-    alphabetical order (so every figure of one invocation agrees)."""
-    colors = dict(FIXED_COLORS)
-    others = sorted(set(methods) - set(FIXED_COLORS))
-    colors.update({m: FALLBACK_COLORS[i % len(FALLBACK_COLORS)] for i, m in enumerate(others)})
-    return colors
-
-
-def label(method: str) -> str:
-    return LABELS.get(method, method)
 
 
 def unit_suffix(unit: str) -> str:

@@ -6,12 +6,12 @@ import csv
 import io
 import json
 
+from analysis.methods import label
 DID_NOT_REACH = "did not reach"
 NA = "-"
 COLUMNS = ("model", "data", "target", "method", "reached", "rollouts to target", "95% CI",
            "vs GRPO", "vs DAPO", "final acc", "final rollouts")
 UNFINISHED_MARK = "*"
-METHOD_LABELS = {"grpo": "GRPO", "dapo": "DAPO", "pilot_commit": "PC"}
 
 
 def fmt_rollouts(value) -> str:
@@ -61,7 +61,7 @@ def table_cells(rec: dict) -> list[str]:
     reached = NA if rec["reached"] is None else f"{rec['reached']}/{rec['seeds']}"
     if rec.get("unfinished"):
         reached += UNFINISHED_MARK
-    return [rec["model"], rec["data"], fmt_pct(rec["target"]), METHOD_LABELS.get(rec["method"], rec["method"]),
+    return [rec["model"], rec["data"], fmt_pct(rec["target"]), label(rec["method"]),
             reached, _rtt_cell(rec), _ci_cell(rec), _speedup_cell(rec, "grpo"), _speedup_cell(rec, "dapo"),
             fmt_pct(rec["final_val_acc"]), fmt_rollouts(rec["cumulative_rollouts"])]
 

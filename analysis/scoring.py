@@ -14,6 +14,7 @@ Definitions (PAPER.md "Definitions as the figures imply them"):
   a fresh generator per interval, so an interval does not depend on what else is scored.
   For a speedup the seeds of both methods are resampled independently (resamples where both
   medians are censored are dropped). An interval end that is censored is `None` (unbounded).
+  Every interval any table prints (analysis/speedup.py, pcbench.bench) comes from this module.
 """
 
 from __future__ import annotations
@@ -23,20 +24,14 @@ import math
 import numpy as np
 import pandas as pd
 
+from analysis.methods import method_order
 from analysis.runs import ACC, eval_rows
 
 TOL = 1e-9
 N_BOOT = 10_000
 LEVEL = 0.95
-KNOWN_METHODS = ("grpo", "dapo", "pilot_commit")
 COMPARATORS = ("grpo", "dapo")
 GROUP = ["model", "data"]
-
-
-def method_order(methods) -> list[str]:
-    """grpo, dapo, pilot_commit first, then any other method alphabetically."""
-    methods = set(methods)
-    return [m for m in KNOWN_METHODS if m in methods] + sorted(methods - set(KNOWN_METHODS))
 
 
 def target_accuracy(df: pd.DataFrame, baseline: str = "grpo",
@@ -103,6 +98,18 @@ def bootstrap_median_ci(values, seed: int = 0, n_boot: int = N_BOOT,
         return math.nan, math.nan
     rng = np.random.default_rng(seed)
     return _interval(_resampled_medians(values, rng, n_boot), level)
+
+
+def bootstrap_mean_ci(values, seed: int = 0, n_boot: int = N_BOOT,
+                      level: float = LEVEL) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean over seeds (finite values, e.g. accuracies),
+    under the same rules as the medians': a fresh generator per interval."""
+    values = np.asarray(values, dtype=float)
+    if values.size == 0:
+        return math.nan, math.nan
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, values.size, size=(n_boot, values.size))
+    return _interval(values[idx].mean(axis=1), level)
 
 
 def _ratio(base: np.ndarray, method: np.ndarray) -> np.ndarray:

@@ -22,6 +22,7 @@ speedup_vs_dapo(_ci_low/_ci_high), final_val_acc, cumulative_rollouts (median ov
 each run's last line), plus seed_values and unfinished (seeds without summary.json status
 "finished"). Numbers that are censored or not computable are null, never a number.
 Warnings go to stderr, each naming its file. Exit status: 0 ok, 2 no runs found or bad arguments.
+`analysis` is imported as installed with the project (`pip install -e .` or `pip install .`).
 """
 
 from __future__ import annotations
@@ -30,12 +31,9 @@ import argparse
 import sys
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a file: make `import analysis.*` work
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from analysis.report import FORMATS  # noqa: E402
-from analysis.runs import load_runs  # noqa: E402
-from analysis.scoring import N_BOOT, score  # noqa: E402
+from analysis.report import FORMATS
+from analysis.runs import load_runs
+from analysis.scoring import N_BOOT, score
 
 
 def parse_target(text: str) -> str | float:

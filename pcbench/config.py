@@ -22,6 +22,7 @@ class ConfigError(ValueError):
 @dataclass
 class MethodConfig:
     name: str = MISSING
+    module: str = ""  # a module outside pcbench/allocators that registers `name` (imported first)
     n: int = 16  # rollouts per trained prompt (GRPO group size)
     gen_batch_size: int = 0  # candidates per sampling round (DAPO, PC); paper: 3 x train batch
     max_rounds: int = 10  # sampling rounds per step before a clear error (max_num_gen_batches)
@@ -115,6 +116,35 @@ BACKEND_CHECKS = {"embedded": "pcbench.backends.embedded.checks:check_backend_co
                   "verl": "pcbench.backends.verl.config:check_backend_config"}
 
 
+# backend.name -> "module:Class" of what allocators get as ctx.backend; its `capabilities` class
+# attribute (pcbench/allocators/base.py) is checked against the method's `requires` here, so a
+# method a backend cannot run fails at composition. Imported only when a method requires any.
+ROLLOUT_BACKENDS = {"embedded": "pcbench.backends.embedded.generation:EmbeddedRollouts",
+                    "verl": "pcbench.backends.verl.allocation:_Recorder"}
+
+
+def backend_capabilities(name: str) -> frozenset[str]:
+    import importlib
+
+    from pcbench.allocators.base import capabilities_of
+
+    spec = ROLLOUT_BACKENDS.get(name)
+    if spec is None:
+        return frozenset()
+    module, _, cls = spec.partition(":")
+    return capabilities_of(getattr(importlib.import_module(module), cls))
+
+
+def check_capabilities(cls, backend: str) -> None:
+    """ConfigError when the allocator class needs a capability backend `backend` does not declare."""
+    missing = cls.requires - backend_capabilities(backend) if cls.requires else frozenset()
+    if missing:
+        able = [b for b in ROLLOUT_BACKENDS if cls.requires <= backend_capabilities(b)]
+        raise ConfigError(f"method={cls.name} needs a backend with {', '.join(sorted(missing))}, which backend="
+                          f"{backend} does not declare; use " + (" or ".join(f"backend={b}" for b in able) or
+                                                                 "a backend that declares it"))
+
+
 def check_config(cfg: DictConfig) -> None:
     """Every setting, before any run folder, warm start or Ray cluster: ConfigError with one line."""
     import importlib
@@ -132,9 +162,11 @@ def check_config(cfg: DictConfig) -> None:
                               f"add backend={want} (or pick a {cfg.backend.name} {group})")
     check_rules(cfg)  # every key's range and shape (pcbench/rules.py)
     try:
-        get_allocator_cls(cfg.method.name).validate(cfg.method, cfg.train.batch_size)
+        allocator = get_allocator_cls(cfg.method.name, cfg.method.get("module") or "")
+        allocator.validate(cfg.method, cfg.train.batch_size)
     except ValueError as e:
         raise ConfigError(str(e)) from None
+    check_capabilities(allocator, str(cfg.backend.name))
     spec = BACKEND_CHECKS.get(str(cfg.backend.name))
     if spec is not None:
         module, _, fn = spec.partition(":")

@@ -110,6 +110,8 @@ ROOT_RULES = [
     boolean("dry_run"),
     int_ge("rollout.n", 2, "a GRPO group needs at least 2 rollouts (paper: 16 and more)"),
     text("method.name"),
+    Rule("method.module", lambda v, c: isinstance(v, str) and (v == "" or all(p.isidentifier() for p in v.split("."))),
+         "empty or a dotted module path", "e.g. method.module=my_pkg.my_alloc (it registers method.name)"),
     int_ge("method.n", 2, "a GRPO group needs at least 2 rollouts; set rollout.n"),
     int_ge("method.gen_batch_size", 0, "it is the candidate pool per round (paper: 3 x train.batch_size)"),
     int_ge("method.max_rounds", 1, "the sampling rounds a step may take before it fails (DAPO: 10)"),

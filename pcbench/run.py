@@ -95,10 +95,12 @@ def check_sweep(argv: list[str]) -> None:
         jobs = sweep_jobs(argv)
     except Exception:  # a command line the pre-check cannot expand: Hydra reports it, each job checks itself
         return
+    # config folders added by the user (e.g. their conf/method/*.yaml) apply to every job
+    search = [o for o in argv if o.startswith("hydra.searchpath=")]
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         for i, job in enumerate(jobs):
             try:
-                check_config(compose(config_name="config", overrides=job))
+                check_config(compose(config_name="config", overrides=search + job))
             except Exception as e:  # ConfigError, or Hydra/OmegaConf refusing an override (type, typo)
                 message = str(e) if isinstance(e, ConfigError) else one_line(e)
                 swept = [o for o in job if not all(o in other for other in jobs)]  # what makes this job differ

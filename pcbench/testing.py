@@ -8,9 +8,10 @@ from pcbench.stream import PromptStream
 
 
 def method(name, **kw):
-    base = dict(name=name, n=16, gen_batch_size=12, max_rounds=10)
-    if name == "pilot_commit":
-        base.update(n_pilot=4, n_commit=12)
+    """MethodConfig for any registered allocator: n=16, a pool of 12, pilots of n/4 (the paper's
+    split, for allocators that pilot; the others ignore it); keywords override."""
+    n = int(kw.get("n", 16))
+    base = dict(name=name, n=n, gen_batch_size=12, max_rounds=10, n_pilot=n // 4, n_commit=n - n // 4)
     base.update(kw)
     return MethodConfig(**base)
 

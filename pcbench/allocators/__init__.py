@@ -1,15 +1,17 @@
-"""Allocators, registered by name. Importing this package registers the built-in ones."""
+"""Allocators, registered by name. Importing this package imports every module in it, so a new
+file here that calls `register_allocator` is all it takes; one outside the package is named by
+`method.module=` and imported by `get_allocator_cls` (README, "Writing your own allocator")."""
 
-from pcbench.allocators.base import (ALLOCATORS, AllocationError, AllocContext, Allocator, Group,
-                                     Request, Rollouts, RolloutBackend, StepBatch, build_allocator,
-                                     get_allocator_cls, register_allocator)
-from pcbench.allocators import dapo, grpo, pilot_commit  # noqa: F401  (registration)
-from pcbench.allocators import speed_rl  # noqa: F401
-from pcbench.allocators import greso  # noqa: F401
-from pcbench.allocators import pods  # noqa: F401
-from pcbench.allocators import mopps  # noqa: F401
-from pcbench.allocators import pilot_commit_bayes  # noqa: F401
-from pcbench.allocators import oracle  # noqa: F401
+import importlib
+import pkgutil
 
-__all__ = ["ALLOCATORS", "AllocationError", "AllocContext", "Allocator", "Group", "Request", "Rollouts",
-           "RolloutBackend", "StepBatch", "build_allocator", "get_allocator_cls", "register_allocator"]
+from pcbench.allocators.base import (ALLOCATORS, UNCOUNTED_PROBE, AllocationError, AllocContext, Allocator,
+                                     Group, MissingCapability, Request, Rollouts, RolloutBackend, StepBatch,
+                                     build_allocator, get_allocator_cls, register_allocator)
+
+for _module in pkgutil.iter_modules(__path__):  # registration: each module decorates its classes
+    importlib.import_module(f"{__name__}.{_module.name}")
+
+__all__ = ["ALLOCATORS", "UNCOUNTED_PROBE", "AllocationError", "AllocContext", "Allocator", "Group",
+           "MissingCapability", "Request", "Rollouts", "RolloutBackend", "StepBatch", "build_allocator",
+           "get_allocator_cls", "register_allocator"]

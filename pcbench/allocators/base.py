@@ -4,11 +4,14 @@ An allocator decides, for one training step, which prompts get how many rollouts
 which rollouts form the training groups. It never sees tokens: a backend hands it
 `Rollouts` whose `payload` is opaque (token ids, verl DataProto rows, ...) and whose
 `acc` is the verifier's boolean per rollout. The trainer calls `next_batch` then
-`after_update`; it never branches on a method name.
+`after_update`; it never branches on a method name. A subclass implements `allocate`; the
+base class's `next_batch` wraps it with what every allocator shares (the backend's declared
+capabilities checked, the trained rollouts counted once).
 """
 
 from __future__ import annotations
 
+import importlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Protocol, Sequence
@@ -75,15 +78,38 @@ class StepBatch:
     def __post_init__(self):
         # Every allocator's trained groups, split by reward variance, counted here once so both
         # backends log them for every method (the regime card reads them): all-correct and
-        # all-wrong groups carry zero GRPO advantage.
+        # all-wrong groups carry zero GRPO advantage (zero_variance_groups = their sum).
         groups, right, wrong = regime_counts(g.acc for g in self.groups)
         self.stats = {**self.stats, "alloc/groups": groups, "alloc/groups_all_correct": right,
-                      "alloc/groups_all_wrong": wrong}
+                      "alloc/groups_all_wrong": wrong, "alloc/zero_variance_groups": right + wrong}
+
+    @property
+    def rollouts(self) -> int:
+        """Rollouts that train this step (every part of every group)."""
+        return sum(g.size for g in self.groups)
+
+
+# What an allocator may ask of a backend beyond counted generation. A backend declares the ones
+# it has as a class attribute `capabilities`; an allocator lists what it needs in `requires`.
+UNCOUNTED_PROBE = "uncounted_probe"  # generate() may be called outside AllocContext (not in the
+# ledger): in-process, no side effect but the backend's own RNG, nothing queued for training
+CAPABILITIES = {UNCOUNTED_PROBE: "generate rollouts the ledger does not count"}
 
 
 class RolloutBackend(Protocol):
+    """What an allocator's ctx.backend is. Optional class attribute: `capabilities`, a frozenset
+    of CAPABILITIES keys (none when absent; verl's backend declares none)."""
+
     def generate(self, requests: Sequence[Request]) -> list[Rollouts]:
         """One generation call for all requests (same order), policy at its current weights."""
+
+
+def capabilities_of(backend: Any) -> frozenset[str]:
+    return frozenset(getattr(backend, "capabilities", ()))
+
+
+class MissingCapability(RuntimeError):
+    """An allocator needs something its backend does not declare (checked before any rollout)."""
 
 
 @dataclass
@@ -111,9 +137,17 @@ class AllocContext:
 
 
 class Allocator(ABC):
-    """Subclasses set `name`, take (method_cfg, train_batch, seed) and implement next_batch."""
+    """Subclasses are registered by `register_allocator(name)`, take (method_cfg, train_batch,
+    seed) and implement `allocate`; `requires` lists the backend capabilities they need."""
 
     name: ClassVar[str]
+    requires: ClassVar[frozenset[str]] = frozenset()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "next_batch" in vars(cls):  # the shared bookkeeping would be skipped (README, "your own allocator")
+            raise TypeError(f"{cls.__name__}: implement allocate(ctx), not next_batch (the base class's "
+                            f"next_batch counts the trained rollouts and checks the backend)")
 
     def __init__(self, cfg: Any, train_batch: int, seed: int):
         self.cfg = cfg
@@ -124,9 +158,18 @@ class Allocator(ABC):
     def validate(cls, cfg: Any, train_batch: int) -> None:
         """Raise ValueError with a one-line fix for impossible settings (called at composition)."""
 
-    @abstractmethod
     def next_batch(self, ctx: AllocContext) -> StepBatch:
-        """Generate what this step needs and return exactly train_batch groups."""
+        """One step: refuse a backend without `requires` before any draw, allocate, and count the
+        trained rollouts in the ledger (the one place, for every allocator)."""
+        check_backend(type(self), ctx.backend)
+        batch = self.allocate(ctx)
+        ctx.ledger.trained(batch.rollouts)
+        return batch
+
+    @abstractmethod
+    def allocate(self, ctx: AllocContext) -> StepBatch:
+        """Generate what this step needs (through ctx.generate) and return exactly train_batch
+        groups; discards go to ctx.ledger.discarded, trained rollouts are counted by next_batch."""
 
     def after_update(self, step: int, ledger: RolloutLedger) -> dict[str, float]:
         """Called once the policy update of `step` is done; returns counters to log."""
@@ -171,14 +214,38 @@ def register_allocator(name: str) -> Callable[[type[Allocator]], type[Allocator]
     return deco
 
 
-def get_allocator_cls(name: str) -> type[Allocator]:
+def import_module_of(name: str, module: str) -> None:
+    """Import `module` (method.module: an allocator outside pcbench/allocators); ValueError, one
+    line, when it cannot be imported or does not register `name`."""
+    try:
+        importlib.import_module(module)
+    except Exception as e:  # noqa: BLE001  (any failure of the user's module is the user's to fix)
+        first = (str(e).splitlines() or [""])[0]
+        raise ValueError(f"method.module={module!r}: cannot import it ({type(e).__name__}: {first}); "
+                         f"put its folder on PYTHONPATH or pip install it") from None
+    if name not in ALLOCATORS:
+        raise ValueError(f"method.module={module!r} registers no allocator {name!r} (method.name); decorate "
+                         f"its class with @register_allocator({name!r})")
+
+
+def get_allocator_cls(name: str, module: str = "") -> type[Allocator]:
+    if module:
+        import_module_of(name, module)
     if name not in ALLOCATORS:
         raise ValueError(f"unknown method {name!r}; choose one of: {', '.join(sorted(ALLOCATORS))}")
     return ALLOCATORS[name]
 
 
+def check_backend(cls: type[Allocator], backend: Any) -> None:
+    missing = cls.requires - capabilities_of(backend)
+    if missing:
+        need = "; ".join(f"{c} ({CAPABILITIES.get(c, c)})" for c in sorted(missing))
+        raise MissingCapability(f"{cls.name}: needs a backend with {need}; {type(backend).__name__} does not "
+                                f"declare it (class attribute `capabilities`), so nothing was generated")
+
+
 def build_allocator(cfg: Any, train_batch: int, seed: int) -> Allocator:
-    cls = get_allocator_cls(cfg.name)
+    cls = get_allocator_cls(cfg.name, getattr(cfg, "module", "") or "")
     cls.validate(cfg, train_batch)
     return cls(cfg, train_batch, seed)
 

@@ -17,9 +17,7 @@ def drain_to_batch(ctx: AllocContext, kept: list[Group], train_batch: int) -> tu
     surplus = kept[train_batch:]
     if surplus:
         ctx.ledger.discarded("surplus", sum(g.size for g in surplus))
-    groups = kept[:train_batch]
-    ctx.ledger.trained(sum(g.size for g in groups))
-    return groups, len(surplus)
+    return kept[:train_batch], len(surplus)
 
 
 @register_allocator("dapo")
@@ -29,7 +27,7 @@ class DAPO(Allocator):
         require_group_size(cfg)
         require_pool(cfg, train_batch)
 
-    def next_batch(self, ctx: AllocContext) -> StepBatch:
+    def allocate(self, ctx: AllocContext) -> StepBatch:
         kept: list[Group] = []
         rounds = filtered = 0
         n = int(self.cfg.n)

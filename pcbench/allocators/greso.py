@@ -48,7 +48,7 @@ class GRESO(Allocator):
             raise ValueError("method.extra adapt_step must be >= 0 and target_easy/target_hard in [0, 1]")
 
     # -- one step ---------------------------------------------------------------------------
-    def next_batch(self, ctx: AllocContext) -> StepBatch:
+    def allocate(self, ctx: AllocContext) -> StepBatch:
         kept: list[Group] = []
         c = dict(rounds=0, filtered=0, skipped=0, generated=0, easy=0, hard=0)
         n = int(self.cfg.n)

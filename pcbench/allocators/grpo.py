@@ -12,10 +12,7 @@ class GRPO(Allocator):
     def validate(cls, cfg, train_batch: int) -> None:
         require_group_size(cfg)
 
-    def next_batch(self, ctx: AllocContext) -> StepBatch:
+    def allocate(self, ctx: AllocContext) -> StepBatch:
         ids = take_or_roll(ctx, self.train_batch)
         outs = ctx.generate([Request(pid, int(self.cfg.n), "plain") for pid in ids])
-        groups = [Group(o.prompt_id, [o]) for o in outs]
-        zero_var = sum(int(g.acc.std() == 0) for g in groups)
-        ctx.ledger.trained(sum(g.size for g in groups))
-        return StepBatch(groups, {"alloc/rounds": 1, "alloc/zero_variance_groups": zero_var})
+        return StepBatch([Group(o.prompt_id, [o]) for o in outs], {"alloc/rounds": 1})

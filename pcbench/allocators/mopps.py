@@ -38,7 +38,7 @@ class MoPPS(Allocator):
             raise ValueError(f"method.extra a0={k.a0}, b0={k.b0}, decay={k.decay}, target={k.target}: need "
                              f"a0, b0 > 0, 0 < decay <= 1 (1 = never forget), 0 < target < 1")
 
-    def next_batch(self, ctx: AllocContext) -> StepBatch:
+    def allocate(self, ctx: AllocContext) -> StepBatch:
         ids = take_or_roll(ctx, int(self.cfg.gen_batch_size))
         epoch = ctx.stream.epoch
         theta = self.posterior.thompson(ids, epoch, self.rng)  # (G,)
@@ -49,10 +49,7 @@ class MoPPS(Allocator):
         for out in outs:
             self.posterior.observe(out.prompt_id, out.acc, epoch)
         groups = [Group(o.prompt_id, [o]) for o in outs]
-        ctx.ledger.trained(sum(g.size for g in groups))
-        zero_var = sum(int(g.acc.std() == 0) for g in groups)
-        return StepBatch(groups, {"alloc/rounds": 1, "alloc/zero_variance_groups": zero_var,
-                                  "alloc/unseen_picked": unseen, "alloc/theta_mean": float(theta[order].mean()),
+        return StepBatch(groups, {"alloc/rounds": 1, "alloc/unseen_picked": unseen, "alloc/theta_mean": float(theta[order].mean()),
                                   "alloc/posteriors": len(self.posterior.evidence)})
 
     def state_dict(self) -> dict:

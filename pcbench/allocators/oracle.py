@@ -13,31 +13,26 @@ known up to the probe's sampling error (sd <= 0.5 / sqrt(n_probe)). It is not a 
 an allocator that reuses rollouts or trains smaller groups can beat it in rollouts. The
 probes cost wall-clock (they are in time/generate_s) but no rollouts.
 
-Only a backend whose `generate` may be called outside the ledger can run it: the embedded
-backend and the FakeBackend. Any other backend is refused on the first step, before any
-rollout (the allocator cannot see the backend when the config is checked).
+Only a backend that declares the UNCOUNTED_PROBE capability (pcbench/allocators/base.py) can
+run it: the embedded backend and the FakeBackend. check_config refuses any other backend at
+composition (config.ROLLOUT_BACKENDS), and next_batch refuses one before any draw.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from pcbench.allocators.base import (AllocContext, Allocator, Group, Request, StepBatch, register_allocator,
-                                     require_group_size, require_pool, take_or_roll)
+from pcbench.allocators.base import (UNCOUNTED_PROBE, AllocContext, Allocator, Group, Request, StepBatch,
+                                     register_allocator, require_group_size, require_pool, take_or_roll)
 from pcbench.allocators.knobs import read_knobs
 
 KNOBS = dict(n_probe=32)
-# Backends known to generate in-process with no side effects beyond their own RNG; a new
-# backend opts in with a class attribute `uncounted_generate = True`.
-PROBE_BACKENDS = ("EmbeddedRollouts", "FakeBackend")
-
-
-def can_probe(backend) -> bool:
-    return type(backend).__name__ in PROBE_BACKENDS or bool(getattr(backend, "uncounted_generate", False))
 
 
 @register_allocator("oracle")
 class Oracle(Allocator):
+    requires = frozenset({UNCOUNTED_PROBE})  # Allocator.next_batch refuses other backends before any draw
+
     def __init__(self, cfg, train_batch: int, seed: int):
         super().__init__(cfg, train_batch, seed)
         self.n_probe = int(read_knobs(cfg, "oracle", KNOBS).n_probe)
@@ -51,10 +46,7 @@ class Oracle(Allocator):
         if k.n_probe < 2:
             raise ValueError(f"method.extra.n_probe={k.n_probe}: measure pass rates with >= 2 rollouts (e.g. 32)")
 
-    def next_batch(self, ctx: AllocContext) -> StepBatch:
-        if not can_probe(ctx.backend):
-            raise RuntimeError(f"oracle: backend {type(ctx.backend).__name__} cannot generate outside the "
-                               f"rollout ledger; the oracle runs on backend=embedded only")
+    def allocate(self, ctx: AllocContext) -> StepBatch:
         ids = take_or_roll(ctx, int(self.cfg.gen_batch_size))
         probes = ctx.backend.generate([Request(pid, self.n_probe, "plain") for pid in ids])  # uncounted
         p = np.array([float(r.acc.mean()) for r in probes])  # (G,)
@@ -62,10 +54,7 @@ class Oracle(Allocator):
         self.probe_rollouts += len(ids) * self.n_probe
         outs = ctx.generate([Request(ids[i], int(self.cfg.n), "plain") for i in order])
         groups = [Group(o.prompt_id, [o]) for o in outs]
-        ctx.ledger.trained(sum(g.size for g in groups))
-        return StepBatch(groups, {"alloc/rounds": 1,
-                                  "alloc/zero_variance_groups": sum(int(g.acc.std() == 0) for g in groups),
-                                  "alloc/probe_var_mean": float(np.mean(p[order] * (1 - p[order]))),
+        return StepBatch(groups, {"alloc/rounds": 1, "alloc/probe_var_mean": float(np.mean(p[order] * (1 - p[order]))),
                                   "alloc/probe_rollouts": self.probe_rollouts})
 
     def state_dict(self) -> dict:

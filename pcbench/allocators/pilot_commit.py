@@ -42,7 +42,7 @@ class PilotCommit(Allocator):
             raise ValueError(f"method.staleness={cfg.staleness} must be >= 0 (paper: 4 steps)")
 
     # -- one step ---------------------------------------------------------------------------
-    def next_batch(self, ctx: AllocContext) -> StepBatch:
+    def allocate(self, ctx: AllocContext) -> StepBatch:
         batch: list[Group] = []
         c = dict(kept=0, too_easy=0, too_hard=0, rounds=0, epoch_ends=0)
         while len(batch) < self.train_batch:
@@ -61,7 +61,6 @@ class PilotCommit(Allocator):
                 batch.append(Group(entry.pilot.prompt_id, [entry.pilot, out], staleness=ctx.step - entry.step))
             for out in outs[len(commits):]:
                 c[self._triage(out, ctx)] += 1
-        ctx.ledger.trained(sum(g.size for g in batch))
         return StepBatch(batch, self._stats(batch, c))
 
     def _triage(self, pilot, ctx: AllocContext) -> str:

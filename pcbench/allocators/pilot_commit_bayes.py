@@ -99,7 +99,7 @@ class PilotCommitBayes(PilotCommit):
                              "0 < yield_init <= 1, 0 <= yield_ema < 1")
 
     # -- one step ---------------------------------------------------------------------------
-    def next_batch(self, ctx: AllocContext) -> StepBatch:
+    def allocate(self, ctx: AllocContext) -> StepBatch:
         batch: list[Group] = []
         c = dict(kept=0, too_easy=0, too_hard=0, rounds=0, epoch_ends=0, direct=0, skipped=0, explored=0,
                  revisited=0, piloted=0, committed=0)
@@ -125,7 +125,6 @@ class PilotCommitBayes(PilotCommit):
             if exhausted and len(batch) < self.train_batch and not self.buffer.entries:
                 self._epoch_end_or_fail(ctx, batch, c)
                 batch = []
-        ctx.ledger.trained(sum(g.size for g in batch))
         return StepBatch(batch, self._stats(batch, c))
 
     def _pool_size(self, need: int, rounds_so_far: int) -> int:

@@ -52,18 +52,15 @@ class PODS(Allocator):
             raise ValueError(f"method.extra.n_generate={n_gen} must exceed method.n={cfg.n} (PODS generates "
                              f"more than it trains on; e.g. n_generate = 2n)")
 
-    def next_batch(self, ctx: AllocContext) -> StepBatch:
+    def allocate(self, ctx: AllocContext) -> StepBatch:
         m = int(self.cfg.n)
         ids = take_or_roll(ctx, self.train_batch)
-        groups, zero_var = [], 0
+        groups = []
         for out in ctx.generate([Request(pid, self.n_generate, "plain") for pid in ids]):
             idx = max_variance_subset(out.acc, m)
             part = Rollouts(out.prompt_id, out.acc[idx], [out.payload[i] for i in idx], out.kind)
             groups.append(Group(out.prompt_id, [part]))
-            zero_var += int(part.acc.std() == 0)
         ctx.ledger.discarded("surplus", len(groups) * (self.n_generate - m))
-        ctx.ledger.trained(len(groups) * m)
         var = [float(g.acc.var()) for g in groups]
-        return StepBatch(groups, {"alloc/rounds": 1, "alloc/zero_variance_groups": zero_var,
-                                  "alloc/downsampled": len(groups) * (self.n_generate - m),
+        return StepBatch(groups, {"alloc/rounds": 1, "alloc/downsampled": len(groups) * (self.n_generate - m),
                                   "alloc/group_var_mean": float(np.mean(var))})

@@ -11,10 +11,12 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from pcbench.allocators.base import Request, Rollouts
+from pcbench.allocators.base import UNCOUNTED_PROBE, Request, Rollouts
 
 
 class FakeBackend:
+    capabilities = frozenset({UNCOUNTED_PROBE})  # in-process, its own seeded rng only
+
     def __init__(self, pass_rate: Mapping[int, float] | Callable[[int], float], mode: str = "exact", seed: int = 0):
         self.pass_rate = pass_rate if callable(pass_rate) else (lambda pid, m=dict(pass_rate): m[pid])
         self.mode = mode

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from analysis.methods import label
 from analysis.report import DID_NOT_REACH, fmt_rollouts
 
 NA = "-"
-GOAL_TEXT = {"pc_vs_grpo": "Pilot-Commit >= {goal}x fewer rollouts to target than GRPO",
-             "pc_vs_dapo": "Pilot-Commit >= {goal}x fewer than DAPO",
-             "bayes_vs_pc": "pilot_commit_bayes ahead of Pilot-Commit (speedup > {goal}x)",
+GOAL_TEXT = {"pc_vs_grpo": f"{label('pilot_commit')} >= {{goal}}x fewer rollouts to target than {label('grpo')}",
+             "pc_vs_dapo": f"{label('pilot_commit')} >= {{goal}}x fewer than {label('dapo')}",
+             "bayes_vs_pc": f"{label('pilot_commit_bayes')} ahead of {label('pilot_commit')} (speedup > {{goal}}x)",
              "best_vs_oracle": "best allocator within {goal}x of the oracle"}
 
 
@@ -48,7 +49,7 @@ def rollouts_table(records: list[dict]) -> list[str]:
     lines = [head, "|" + "---|" * 11]
     for r in records:
         rtt, ci = _rtt(r)
-        lines.append(f"| {r['method']} | {r['reached']}/{r['seeds']} | {rtt} | {ci} "
+        lines.append(f"| {label(r['method'])} | {r['reached']}/{r['seeds']} | {rtt} | {ci} "
                      f"| {_x(r['speedup_vs_grpo'], r['speedup_vs_grpo_ci_low'], r['speedup_vs_grpo_ci_high'])} "
                      f"| {_x(r['speedup_vs_dapo'], r['speedup_vs_dapo_ci_low'], r['speedup_vs_dapo_ci_high'])} "
                      f"| {_x(r['ratio_to_oracle'], r['ratio_to_oracle_ci_low'], r['ratio_to_oracle_ci_high'])} "
@@ -109,7 +110,7 @@ def timing_table(records: list[dict]) -> list[str]:
              "| gen ms/rollout | gen tokens/s | run wall s |", "|" + "---|" * 10]
     for r in records:
         rel = NA if r["step_s_vs_grpo"] is None else f"{r['step_s_vs_grpo']:.2f}x"
-        lines.append(f"| {r['method']} | {r['rollouts_per_step']:.0f} | {r['gen_calls_per_step']:.2f} "
+        lines.append(f"| {label(r['method'])} | {r['rollouts_per_step']:.0f} | {r['gen_calls_per_step']:.2f} "
                      f"| {r['step_s']:.3f} | {rel} | {r['generate_s']:.3f} | {r['ms_per_rollout']:.2f} "
                      f"| {r['gen_ms_per_rollout']:.2f} | {r['gen_tokens_per_s']:,.0f} | {r['wall_s']:.0f} |")
     return lines
@@ -121,7 +122,7 @@ def goals_list(goals: dict) -> list[str]:
         g = goals[key]
         verdict = {True: "met", False: "NOT met", None: "not measurable (censored or not run)"}[g["met"]]
         value = NA if g["measured"] is None else f"{g['measured']:.2f}x"
-        extra = f" (best: {g['method']})" if g.get("method") else ""
+        extra = f" (best: {label(g['method'])})" if g.get("method") else ""
         lines.append(f"- {GOAL_TEXT[key].format(goal=g['goal'])}: measured {value}{extra}: **{verdict}**")
     return lines
 

@@ -23,11 +23,17 @@ from pcbench.bench.launch import Job, is_finished, launch, plan, run_folder
 from pcbench.bench.provenance import provenance
 from pcbench.rundir import atomic_write_json, atomic_write_text
 
-ALL_METHODS = ("grpo", "dapo", "pilot_commit", "speed_rl", "greso", "pods", "mopps", "pilot_commit_bayes", "oracle")
+def all_methods() -> list[str]:
+    """Every registered allocator (a new file in pcbench/allocators/ is in), the paper's three first."""
+    from analysis.methods import method_order
+    from pcbench.allocators import ALLOCATORS
+
+    return method_order(ALLOCATORS)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--methods", default=",".join(ALL_METHODS), help="comma-separated (default: all nine)")
+    p.add_argument("--methods", default=None, help="comma-separated (default: every registered allocator: "
+                   + ", ".join(all_methods()) + ")")
     p.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1 (default 5)")
     p.add_argument("--baseline-seeds", type=int, default=None, help="GRPO's main seeds 0..B-1 (default: --seeds); "
                    "more of them sharpen the target and the A/A floor every ratio is read against")
@@ -52,7 +58,7 @@ def common_overrides(args) -> list[str]:
 
 
 def main(args, argv: list[str]) -> int:
-    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()] if args.methods else all_methods()
     base = args.seeds if args.baseline_seeds is None else args.baseline_seeds
     jobs = plan(methods, list(range(args.seeds)), common_overrides(args))
     if "grpo" in methods:

@@ -1,7 +1,8 @@
 """Benchmark numbers from run folders: rollouts-to-target (analysis.scoring), the ratio to
 the oracle, wall-clock per step and per rollout, and the issue's goals checked against them.
 
-All per-method numbers are medians over seeds of per-run values, like the scoring's.
+All per-method numbers are medians over seeds of per-run values, like the scoring's. Every
+interval comes from analysis.scoring (one bootstrap, one set of rules).
 """
 
 from __future__ import annotations
@@ -11,8 +12,10 @@ import math
 import numpy as np
 import pandas as pd
 
+from analysis.methods import method_order
 from analysis.runs import ACC
-from analysis.scoring import censored_median, method_order, per_run_table, resolve_targets, score, speedup
+from analysis.scoring import (bootstrap_mean_ci, censored_median, per_run_table, resolve_targets, score,
+                              speedup)
 
 ORACLE = "oracle"
 GOALS = {"pc_vs_grpo": 1.9, "pc_vs_dapo": 4.0, "bayes_vs_pc": 1.0, "best_vs_oracle": 1.15}
@@ -43,11 +46,11 @@ def budget_accuracy(metrics: pd.DataFrame, records: list[dict], seed: int, n_boo
     within GRPO's final rollout budget (median over GRPO seeds). -> that budget.
 
     Rollouts-to-target hinges on one noisy crossing of one threshold; accuracy at an equal budget
-    uses every seed's level there, which is what "spending rollouts well" means at a fixed cost."""
+    uses every seed's level there, which is what "spending rollouts well" means at a fixed cost.
+    Interval: analysis.scoring.bootstrap_mean_ci, one fresh generator per method."""
     evals = metrics[metrics[ACC].notna()]
     grpo = metrics[metrics["method"] == "grpo"].groupby("path")["cumulative_rollouts"].max()
     budget = float(grpo.median()) if len(grpo) else None
-    rng_seed = np.random.default_rng(seed)
     for rec in records:
         rec.update(acc_at_budget=None, acc_at_budget_ci_low=None, acc_at_budget_ci_high=None)
         if budget is None:
@@ -55,8 +58,7 @@ def budget_accuracy(metrics: pd.DataFrame, records: list[dict], seed: int, n_boo
         mine = evals[(evals["method"] == rec["method"]) & (evals["cumulative_rollouts"] <= budget)]
         values = mine.sort_values("step").groupby("path")[ACC].last().to_numpy(float)
         if values.size:
-            boot = values[rng_seed.integers(0, values.size, size=(n_boot, values.size))].mean(axis=1)
-            low, high = np.quantile(boot, [0.025, 0.975])
+            low, high = bootstrap_mean_ci(values, seed=seed, n_boot=n_boot)
             rec.update(acc_at_budget=float(values.mean()), acc_at_budget_ci_low=float(low),
                        acc_at_budget_ci_high=float(high))
     return budget

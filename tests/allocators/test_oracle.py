@@ -2,7 +2,7 @@
 
 import pytest
 
-from pcbench.allocators import AllocContext
+from pcbench.allocators import UNCOUNTED_PROBE, AllocContext, MissingCapability
 from pcbench.backends.fake import FakeBackend
 from pcbench.testing import Harness, method
 
@@ -32,23 +32,30 @@ def test_picks_the_candidates_with_the_highest_pass_rate_variance():
     assert sorted((score(g.prompt_id) for g in batch.groups), reverse=True) == best
 
 
-def test_refuses_a_backend_that_cannot_generate_outside_the_ledger():
-    class RemoteBackend(FakeBackend):
-        pass
+def test_refuses_a_backend_without_the_uncounted_probe_capability():
+    class RemoteBackend(FakeBackend):  # e.g. verl's: rollouts are queued for training as they are made
+        capabilities = frozenset()
 
     h = Harness(method("oracle"), {i: 0.5 for i in range(60)}, train_batch=B)
     ctx = AllocContext(h.stream, RemoteBackend({i: 0.5 for i in range(60)}), h.ledger, 1)
-    with pytest.raises(RuntimeError, match="runs on backend=embedded only"):
+    with pytest.raises(MissingCapability, match="oracle: needs a backend with uncounted_probe .*RemoteBackend does "
+                                                "not declare it"):
         h.alloc.next_batch(ctx)
     assert h.ledger.cumulative == 0 and h.stream._pos == 0  # refused before any rollout or draw
 
 
-def test_opt_in_backend_attribute_is_honoured():
-    class Opted(FakeBackend):
-        uncounted_generate = True
+def test_a_backend_declaring_the_capability_runs_it():
+    class Other:  # not a FakeBackend: only the declaration counts, not the class or its name
+        capabilities = frozenset({UNCOUNTED_PROBE})
+
+        def __init__(self):
+            self.inner = FakeBackend({i: 0.5 for i in range(60)})
+
+        def generate(self, requests):
+            return self.inner.generate(requests)
 
     h = Harness(method("oracle"), {i: 0.5 for i in range(60)}, train_batch=B)
-    batch = h.alloc.next_batch(AllocContext(h.stream, Opted({i: 0.5 for i in range(60)}), h.ledger, 1))
+    batch = h.alloc.next_batch(AllocContext(h.stream, Other(), h.ledger, 1))
     assert len(batch.groups) == B
 
 

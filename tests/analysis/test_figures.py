@@ -14,7 +14,7 @@ import pytest
 matplotlib.use("Agg")
 
 from analysis import curves, figures  # noqa: E402
-from analysis.plotstyle import LABELS, method_colors  # noqa: E402
+from analysis.methods import label, method_colors  # noqa: E402
 from analysis.scoring import resolve_targets  # noqa: E402
 
 STEMS = ["fig1_acc_vs_rollouts", "per_set_acc", "rollouts_by_kind", "pc_prompt_states", "wallclock"]
@@ -106,10 +106,10 @@ def test_fig1_draws_exactly_the_table(tables):
         panel = table[(table["model"] == model) & (table["data"] == data)]
         curve = panel[panel["series"] == "curve"]
         lines = {text.split(" (")[0]: xy for text, xy in _lines(ax).items()}
-        assert sorted(lines) == sorted(LABELS[m] for m in curve["method"].unique())
+        assert sorted(lines) == sorted(label(m) for m in curve["method"].unique())
         for method, rows in curve.groupby("method"):
-            np.testing.assert_allclose(lines[LABELS[method]][0], rows["x"])
-            np.testing.assert_allclose(lines[LABELS[method]][1], rows["y"])
+            np.testing.assert_allclose(lines[label(method)][0], rows["x"])
+            np.testing.assert_allclose(lines[label(method)][1], rows["y"])
         dots = np.concatenate([c.get_offsets() for c in ax.collections if isinstance(c, PathCollection)]
                               or [np.empty((0, 2))])
         hits = panel[panel["series"] == "crossing"]

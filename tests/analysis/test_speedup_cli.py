@@ -63,12 +63,12 @@ def test_markdown_reads_like_the_paper(repo, fixture_runs):
         "| 46.0% | 6.0M |",
         "| toy-1.5b | toymath | 46.0% | DAPO | 2/2 | 15.5M | [12.0M, 19.0M] | 0.3x [0.2, 0.5] | 1.0x [1.0, 1.0] "
         "| 46.0% | 18.5M |",
-        "| toy-1.5b | toymath | 46.0% | PC | 2/2 | 4.5M | [3.0M, 6.0M] | 1.1x [0.7, 2.0] | 3.4x [2.0, 6.3] "
+        "| toy-1.5b | toymath | 46.0% | Pilot-Commit | 2/2 | 4.5M | [3.0M, 6.0M] | 1.1x [0.7, 2.0] | 3.4x [2.0, 6.3] "
         "| 51.0% | 9.0M |",
         "| toy-4b | toypolaris | 36.0% | GRPO | 2/2 | 6.1K | [4.1K, 8.2K] | 1.0x [1.0, 1.0] | - | 36.0% | 8.2K |",
         "| toy-4b | toypolaris | 36.0% | DAPO | 0/2 | did not reach | - | - | - | 34.0% | 24.6K |",
-        "| toy-4b | toypolaris | 36.0% | PC | 1/3* | did not reach | [6.1K, inf] | - | - | 35.0% | 12.3K |",
-        "| toy-8b | toymath | - | PC | - | - | - | - | - | 31.0% | 12.3K |",
+        "| toy-4b | toypolaris | 36.0% | Pilot-Commit | 1/3* | did not reach | [6.1K, inf] | - | - | 35.0% | 12.3K |",
+        "| toy-8b | toymath | - | Pilot-Commit | - | - | - | - | - | 31.0% | 12.3K |",
     ]
     assert "* counts 1 unfinished run(s)" in proc.stdout
 

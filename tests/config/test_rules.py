@@ -33,6 +33,16 @@ REJECTED = [
      'rollout.n=1: must be an integer >= 2; a GRPO group needs at least 2 rollouts (paper: 16 and more)'),
     ('method.name', ['method.name=nope'],
      "unknown method 'nope'; choose one of: dapo, greso, grpo, mopps, oracle, pilot_commit, pilot_commit_bayes, pods, speed_rl"),
+    ('method.name', ['method=oracle', *VERL],
+     'method=oracle needs a backend with uncounted_probe, which backend=verl does not declare; use backend=embedded'),
+    ('method.module', ['method.module=1bad'],
+     "method.module='1bad': must be empty or a dotted module path; e.g. method.module=my_pkg.my_alloc (it registers method.name)"),
+    ('method.module', ['method.name=my_alloc', 'method.module=no_such_pcbench_module'],
+     "method.module='no_such_pcbench_module': cannot import it (ModuleNotFoundError: No module named "
+     "'no_such_pcbench_module'); put its folder on PYTHONPATH or pip install it"),
+    ('method.module', ['method.name=my_alloc', 'method.module=json'],
+     "method.module='json' registers no allocator 'my_alloc' (method.name); decorate its class with "
+     "@register_allocator('my_alloc')"),
     ('method.n', ['method.n=1'],
      'method.n=1: must be an integer >= 2; a GRPO group needs at least 2 rollouts; set rollout.n'),
     ('method.gen_batch_size', ['method=dapo', 'method.gen_batch_size=-1'],

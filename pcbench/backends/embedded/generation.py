@@ -12,7 +12,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from pcbench.allocators.base import Request, Rollouts
+from pcbench.allocators.base import UNCOUNTED_PROBE, Request, Rollouts
 from pcbench.backends.embedded.sampler import sample
 from pcbench.backends.embedded.task import Problem
 from pcbench.backends.embedded.tokenizer import CharTokenizer
@@ -20,6 +20,9 @@ from pcbench.reward import RewardStats, compute_score
 
 
 class EmbeddedRollouts:
+    # in-process: a probe only advances the sampling generator, nothing is queued for training
+    capabilities = frozenset({UNCOUNTED_PROBE})
+
     def __init__(self, model, tok: CharTokenizer, problems: dict[int, Problem], *, max_new_tokens: int,
                  temperature: float, top_p: float, generator: torch.Generator):
         self.model, self.tok, self.problems = model, tok, problems
