@@ -5,7 +5,7 @@ import json
 import pytest
 from omegaconf import OmegaConf
 
-from pcbench.rundir import RunDir, RunFolderError, run_id
+from pcbench.rundir import RunDir, RunFolderError, Summary, run_id
 
 
 def cfg(tmp_path, **kw):
@@ -28,7 +28,7 @@ def test_unfinished_resumes_finished_refuses(tmp_path):
     r = RunDir.prepare(c)
     assert not r.resumed and (r.path / "config.yaml").exists()
     assert RunDir.prepare(c).resumed
-    r.write_summary({"status": "finished"})
+    r.write_summary(Summary("finished", r.path.name, "embedded", "grpo", 0, 0, 0, None, 0.0))
     with pytest.raises(RunFolderError, match="finished run"):
         RunDir.prepare(c)
 

@@ -11,6 +11,7 @@ from pcbench.backends.verl.metrics import val_row
 from pcbench.backends.verl.rollout import VerlRolloutBackend
 from pcbench.backends.verl.testing import FakeAgentLoopManager, InMemoryKV, ListDataset
 from pcbench.rundir import RunDir
+from pcbench.runs import finish
 
 SMALL = ("train.batch_size=8", "train.mini_batch_size=2", "rollout.n=8")
 RATES = [0.0, 0.25, 0.5, 0.75, 1.0, 0.375, 0.625, 0.125]
@@ -22,8 +23,8 @@ def verl_val_metrics(acc: float) -> dict:
             "val-core/math500/acc/mean@1": acc + 0.1, "val-aux/num_turns/mean": 2.0}
 
 
-def make_run(paper_cfg, tmp_path, method, kv=None):
-    cfg = paper_cfg(method, *SMALL, f"paths.results={tmp_path}")
+def make_run(paper_cfg, tmp_path, method, kv=None, steps=10):
+    cfg = paper_cfg(method, *SMALL, f"train.steps={steps}", f"paths.results={tmp_path}")
     rundir = RunDir.prepare(cfg)
     v = build_verl_config(cfg, run_dir=str(rundir.path))
     kv = kv or InMemoryKV()
@@ -45,10 +46,10 @@ def train(run, backend, steps, start=1):
 
 
 def test_metrics_lines_follow_the_run_folder_contract(paper_cfg, tmp_path):
-    run, backend, rundir = make_run(paper_cfg, tmp_path, "pilot_commit")
+    run, backend, rundir = make_run(paper_cfg, tmp_path, "pilot_commit", steps=5)
     run.log(0, verl_val_metrics(0.2))  # fit()'s validation before training
     train(run, backend, 5)
-    run.finish(5, 0.3)
+    finish(rundir)
     rows = rundir.read_metrics()
     assert [r["step"] for r in rows] == list(range(6))
     assert rows[0]["cumulative_rollouts"] == 0 and abs(rows[0]["val/acc"] - 0.25) < 1e-9
@@ -71,7 +72,7 @@ def test_analysis_speedup_reads_verl_runs(paper_cfg, tmp_path, capsys):
         run, backend, _ = make_run(paper_cfg, tmp_path, method)
         run.log(0, verl_val_metrics(0.2))
         train(run, backend, 10)
-        run.finish(10, 0.4)
+        finish(run.rundir)
     out = tmp_path / "speedups.json"
     assert main([str(tmp_path), "--format", "json", "--out", str(out)]) == 0
     table = json.loads(out.read_text())
