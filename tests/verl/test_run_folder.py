@@ -3,6 +3,7 @@ embedded run's; the allocation state survives a checkpoint round trip."""
 
 import json
 
+import pytest
 import torch
 
 from pcbench.backends.verl.allocation import AllocationRun, method_config
@@ -130,3 +131,54 @@ def test_a_run_killed_between_checkpoint_and_metrics_line_gets_the_line_on_resum
     assert rows[2]["train/pg_loss"] == 0.3 and len(batch.keys) == 64
     resumed.load_state_dict(state, 2)  # resuming twice never duplicates the line
     assert [r["step"] for r in rundir.read_metrics()] == [0, 1, 2]
+
+
+def test_the_verl_backend_trains_a_prepared_folder_and_writes_the_embedded_summary_schema(paper_cfg, tmp_path,
+                                                                                           monkeypatch):
+    """`python -m pcbench.run backend=verl ...` through pcbench.runs.execute, with the verl child
+    process replaced by what launch.py + PcbenchTrainer do to the run folder (CPU test doubles)."""
+    from dataclasses import fields
+    from pathlib import Path
+
+    from omegaconf import OmegaConf
+
+    from pcbench import runs
+    from pcbench.backends.verl import entry, slurm_ray
+    from pcbench.rundir import Summary
+
+    monkeypatch.setattr(entry, "make_local_assets", lambda cfg: None)
+    monkeypatch.setattr(entry, "check_data_files", lambda files: None)  # the paper's data is not here
+    monkeypatch.setattr(slurm_ray, "bootstrap", lambda: True)
+    children = []
+
+    def verl_child(cmd, heartbeat, watchdog_s):  # entry.supervise: the child gets the written verl config
+        verl = OmegaConf.load(cmd[-1])
+        children.append((verl.pcbench.resumed, heartbeat.parent == Path(verl.pcbench.run_dir)))
+        rundir = RunDir(Path(verl.pcbench.run_dir), resumed=bool(verl.pcbench.resumed))
+        kv = InMemoryKV()
+        run = AllocationRun(method_config(verl.pcbench.method), 8, 0, 400, kv, rundir)
+        backend = VerlRolloutBackend(ListDataset(400), FakeAgentLoopManager(kv, lambda i: RATES[i % 8]), kv,
+                                     lambda: 0, poll_interval_s=0.0)
+        run.log(0, verl_val_metrics(0.2))
+        train(run, backend, 5)
+        return 0
+
+    monkeypatch.setattr(entry, "supervise", verl_child)
+    cfg = paper_cfg("grpo", *SMALL, "train.steps=5", f"paths.results={tmp_path}")
+    summary = runs.execute(cfg, entry.run)
+    assert children == [(False, True)]
+    folder = tmp_path / "verl" / summary.run_id
+    on_disk = json.loads((folder / "summary.json").read_text())
+    assert set(on_disk) == {f.name for f in fields(Summary)}  # the embedded backend's keys (test_end_to_end.py)
+    assert (on_disk["backend"], on_disk["method"], on_disk["steps"], on_disk["details"]) == \
+        ("verl", "grpo", 5, {"platform": "gpu"})
+    rows = RunDir(folder, resumed=True).read_metrics()
+    assert on_disk["cumulative_rollouts"] == rows[-1]["cumulative_rollouts"] == 5 * 64
+    assert on_disk["final_val_acc"] == rows[5]["val/acc"] and (folder / "verl_config.yaml").exists()
+
+    monkeypatch.setattr(entry, "supervise", lambda *a: 3)  # the watchdog killed a hung child: its exit code
+    with pytest.raises(SystemExit) as e:
+        runs.execute(paper_cfg("grpo", *SMALL, "train.steps=6", f"paths.results={tmp_path}"), entry.run)
+    assert e.value.code == 3
+    (unfinished,) = [p for p in (tmp_path / "verl").iterdir() if p != folder]
+    assert not (unfinished / "summary.json").exists()
