@@ -75,7 +75,7 @@ class VerlBackend(Backend):
               f"(platform {verl.pcbench.platform})", flush=True)
         rc = supervise([sys.executable, "-m", "pcbench.backends.verl.launch", str(run.path / CONFIG_NAME)],
                        run.path / HEARTBEAT, float(cfg.backend.watchdog_s))
-        if rc != 0:
+        if rc != 0:  # the child's own exit code (3: the watchdog killed it and said which stage hung)
             sys.exit(rc)
         return run_details(verl)
 
