@@ -213,12 +213,11 @@ EMBEDDED_RULES = [
     int_ge("data.ood_size", 0, "prompts per out-of-distribution set (0 = none)"),
     int_ge("data.val_samples", 1, "samples per validation problem"),
     int_ge("data.ood_samples", 1, "samples per out-of-distribution problem"),
-    int_ge("data.max_response_tokens", 1, "tokens a rollout may generate (default 8)"),
+    int_ge("data.max_response_tokens", 1, "tokens a rollout may generate (default 10)"),
     Rule("data.reverse", lambda v, c: v is True or v is False or v == "both", "true, false or both",
          "true writes the answer least-significant digit first, both reverses the operands too"),
     Rule("data.tiers", _tiers, lambda c: f"a non-empty mapping tier: weight >= 0 (sum > 0) over {_tier_names()}"),
     Rule("data.sft_tiers", _tiers, lambda c: f"a non-empty mapping tier: weight >= 0 (sum > 0) over {_tier_names()}"),
-    Rule("data.val_sets", _tier_sets, lambda c: f"a non-empty mapping set: [tiers] over {_tier_names()}"),
     Rule("data.ood_sets", lambda v, c: v is None or len(v) == 0 or _tier_sets(v, c),
          lambda c: f"a mapping set: [tiers] over {_tier_names()}"),
     fits_tiers("data.train_size", "data.tiers"),
@@ -240,6 +239,12 @@ EMBEDDED_RULES = [
          lambda c: f"an integer in [1, data.sft_size={c.data.sft_size}]", "each SFT batch draws without replacement"),
     num("model.warmstart.lr", 0.0, lo_open=True),
     int_ge("model.warmstart.seed", 0),
+    Rule("model.warmstart.stop_tier", lambda v, c: v is None or sel(c, "data.tiers") is None or sel(c, "data.tiers").get(v, 0) > 0,
+         lambda c: f"null or a tier of data.tiers with weight > 0 "
+                   f"({', '.join(k for k, w in (sel(c, 'data.tiers') or {}).items() if w > 0)})",
+         "the warm start stops once RL prompts of that tier pass at model.warmstart.stop_pass_rate"),
+    num("model.warmstart.stop_pass_rate", 0.0, 1.0, lo_open=True),
+    int_ge("model.warmstart.check_every", 1, "SFT steps between two competence probes"),
 ]
 
 

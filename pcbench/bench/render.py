@@ -136,7 +136,9 @@ def sample_efficiency_md(report: dict) -> str:
            f"Command: `{p['command']}`"
            + (f"; rescored without training by `{rescored['command']}` at `{rescored['commit']}`" if rescored else ""),
            "",
-           f"Setup: {s['seeds']} seeds x {len(s['methods'])} methods, {s['steps']} steps, train batch "
+           f"Setup: {s['seeds']} seeds x {len(s['methods'])} methods"
+           + (f" (GRPO: {s['baseline_seeds']} seeds)" if s.get("baseline_seeds", s["seeds"]) != s["seeds"] else "")
+           + f", {s['steps']} steps, train batch "
            f"{s['train_batch']} prompts x n={s['n']}, model {s['model']}, data {s['data']}, {s['jobs']} parallel "
            f"run(s) with 1 torch thread each; overrides {s['overrides'] or 'none (config defaults)'}.", "",
            "Target (PAPER.md): the best seed-averaged val/acc GRPO reaches = "

@@ -29,8 +29,10 @@ ALL_METHODS = ("grpo", "dapo", "pilot_commit", "speed_rl", "greso", "pods", "mop
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--methods", default=",".join(ALL_METHODS), help="comma-separated (default: all nine)")
     p.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1 (default 5)")
-    p.add_argument("--aa-seeds", type=int, default=5, help="GRPO also on seeds N..N+K-1 (disjoint from the main "
-                   "seeds) for the A/A noise floor; 0 skips it (default 5)")
+    p.add_argument("--baseline-seeds", type=int, default=None, help="GRPO's main seeds 0..B-1 (default: --seeds); "
+                   "more of them sharpen the target and the A/A floor every ratio is read against")
+    p.add_argument("--aa-seeds", type=int, default=5, help="GRPO also on seeds M..M+K-1, M = max(N, B) (disjoint "
+                   "from every main seed) for the A/A noise floor; 0 skips it (default 5)")
     p.add_argument("--steps", type=int, default=None, help="train.steps (default: the config's)")
     p.add_argument("--jobs", type=int, default=2, help="parallel runs, 1 torch thread each (default 2)")
     p.add_argument("--out", type=Path, default=Path("results/bench"), help="where the .md/.json go")
@@ -51,13 +53,18 @@ def common_overrides(args) -> list[str]:
 
 def main(args, argv: list[str]) -> int:
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    base = args.seeds if args.baseline_seeds is None else args.baseline_seeds
     jobs = plan(methods, list(range(args.seeds)), common_overrides(args))
-    # the A/A runs live in their own experiment folder, so figures of the main folder show 5 GRPO seeds
+    if "grpo" in methods:
+        jobs += plan(["grpo"], list(range(args.seeds, base)), common_overrides(args))
+    first_aa = max(args.seeds, base)
+    # the A/A runs live in their own experiment folder, so figures of the main folder show GRPO's main seeds
     aa_common = [o if not o.startswith("experiment=") else f"experiment={args.experiment}_aa" for o in common_overrides(args)]
-    aa_jobs = plan(["grpo"], list(range(args.seeds, args.seeds + args.aa_seeds)), aa_common)
+    aa_jobs = plan(["grpo"], list(range(first_aa, first_aa + args.aa_seeds)), aa_common)
     folders = {job: run_folder(job) for job in jobs + aa_jobs}  # raises ConfigError before any training
-    # each A/A seed right after its main seed, so a benchmark stopped early has both halves of the A/A
-    order = [j for s in range(args.seeds) for j in [x for x in jobs if x.seed == s] + aa_jobs[s:s + 1]] + aa_jobs[args.seeds:]
+    # each A/A seed right after a main seed, so a benchmark stopped early has both halves of the A/A
+    rounds = max(args.seeds, base, args.aa_seeds)
+    order = [j for s in range(rounds) for j in [x for x in jobs if x.seed == s] + aa_jobs[s:s + 1]]
     todo = [] if args.score_only else [j for j in order if not is_finished(folders[j])]
     print(f"{len(jobs) + len(aa_jobs)} runs ({len(aa_jobs)} of them the A/A), {len(jobs) + len(aa_jobs) - len(todo)} "
           f"already finished, {len(todo)} to train "
@@ -94,7 +101,7 @@ def build_report(jobs: list[Job], aa_jobs: list[Job], folders: dict, results: li
     failures = [r for r in results if r["status"] != "finished"]
     return {"provenance": meta,
             "setup": {"methods": sorted({j.method for j in jobs}, key=[j.method for j in jobs].index),
-                      "seeds": args.seeds, "steps": int(cfg.train.steps), "train_batch": int(cfg.train.batch_size),
+                      "seeds": args.seeds, "baseline_seeds": base, "steps": int(cfg.train.steps), "train_batch": int(cfg.train.batch_size),
                       "n": int(cfg.rollout.n), "model": str(cfg.model.name), "data": str(cfg.data.name),
                       "jobs": args.jobs, "overrides": args.override, "runs_dir": str(args.runs / args.experiment)},
             "target": records[0]["target"] if records else None, "budget": budget,

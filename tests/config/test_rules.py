@@ -155,6 +155,14 @@ REJECTED = [
      'model.warmstart.lr=0: must be a number > 0'),
     ('model.warmstart.seed', ['model.warmstart.seed=-1'],
      'model.warmstart.seed=-1: must be an integer >= 0'),
+    ('model.warmstart.stop_tier', ['model.warmstart.stop_tier=add55'],
+     "model.warmstart.stop_tier='add55': must be null or a tier of data.tiers with weight > 0 (add22, add33, add44); the warm start stops once RL prompts of that tier pass at model.warmstart.stop_pass_rate"),
+    ('model.warmstart.stop_tier', ['data.tiers.add33=0.0'],
+     "model.warmstart.stop_tier='add33': must be null or a tier of data.tiers with weight > 0 (add22, add44); the warm start stops once RL prompts of that tier pass at model.warmstart.stop_pass_rate"),
+    ('model.warmstart.stop_pass_rate', ['model.warmstart.stop_pass_rate=1.5'],
+     'model.warmstart.stop_pass_rate=1.5: must be a number in (0, 1]'),
+    ('model.warmstart.check_every', ['model.warmstart.check_every=0'],
+     'model.warmstart.check_every=0: must be an integer >= 1; SFT steps between two competence probes'),
     ('data.seed', ['data.seed=-1'],
      'data.seed=-1: must be an integer >= 0'),
     ('data.train_size', ['data.train_size=5'],
@@ -180,7 +188,7 @@ REJECTED = [
     ('data.sft_size', ['data.sft_size=0'],
      'data.sft_size=0: must be an integer >= 1; warm-start demonstrations'),
     ('data.max_response_tokens', ['data.max_response_tokens=0'],
-     'data.max_response_tokens=0: must be an integer >= 1; tokens a rollout may generate (default 8)'),
+     'data.max_response_tokens=0: must be an integer >= 1; tokens a rollout may generate (default 10)'),
     ('data.tiers', ['~data.tiers'],
      "data=synthetic-arith: Key 'tiers' is not in struct; the embedded task needs it (see conf/data/synthetic.yaml)"),
     ('data.tiers', ['+data.tiers.add99=0.5'],
@@ -189,10 +197,6 @@ REJECTED = [
      "data.tiers={…'add22': -1…}: must be a non-empty mapping tier: weight >= 0 (sum > 0) over add11, …"),
     ('data.sft_tiers', ['data.sft_tiers.add21=-1'],
      "data.sft_tiers={…'add21': -1…}: must be a non-empty mapping tier: weight >= 0 (sum > 0) over add11, …"),
-    ('data.val_sets', ['data.val_sets.add21=[mul99]'],
-     "data.val_sets={'add21': ['mul99']…}: must be a non-empty mapping set: [tiers] over add11, …"),
-    ('data.val_sets', ['data.val_sets.add21=[]'],
-     "data.val_sets={'add21': [], 'add22': ['add22'], 'add33': ['add33']}: must be a non-empty mapping set: [tiers] over add11, …"),
     ('model.path', [*VERL, 'model.path='],
      "model.path='': must be a non-empty string; a Hugging Face id or a local model folder"),
     ('model.params_b', [*VERL, 'model.params_b=0'],
@@ -271,12 +275,7 @@ def cfg_of(*overrides):
 
 @pytest.mark.parametrize("key,overrides,message", REJECTED, ids=[f"{k}:{o[-1]}" for k, o, _ in REJECTED])
 def test_rejected_setting_gets_one_line(key, overrides, message):
-    try:
-        cfg = cfg_of(*overrides)
-    except Exception as e:  # a key another branch adds or removes (e.g. data.ood_size): nothing to check here
-        if "Could not override" in str(e) or "tiny-verl'" in str(e):
-            pytest.skip(f"{key} is not in this checkout's config")
-        raise
+    cfg = cfg_of(*overrides)
     with pytest.raises(ConfigError) as e:
         check_config(cfg)
     assert fits(str(e.value), message)

@@ -47,8 +47,11 @@ def load_or_train(cfg, task: SyntheticTask, tok: CharTokenizer, log=print):
     with open(cache / f"warmstart-{key}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # parallel sweep jobs wait for the first one's checkpoint
         if not weights.exists():
-            log(f"warm start: training {num_parameters(model):,}-parameter model for "
-                f"{cfg.model.warmstart.steps} SFT steps (cached as {weights})")
+            ws = cfg.model.warmstart
+            until = (f", stopping once {ws.stop_tier} passes at {float(ws.stop_pass_rate):.0%}"
+                     if ws.get("stop_tier") else "")
+            log(f"warm start: training {num_parameters(model):,}-parameter model for up to "
+                f"{ws.steps} SFT steps{until} (cached as {weights})")
             t0 = time.perf_counter()
             # One thread, whatever train.threads says: the default warm start sits on a sharp
             # transition (add33 16% -> 73% between SFT steps 2,200 and 2,300), and float sums
@@ -57,8 +60,16 @@ def load_or_train(cfg, task: SyntheticTask, tok: CharTokenizer, log=print):
             threads = torch.get_num_threads()
             torch.set_num_threads(1)
             try:
-                sft(model, task, tok, cfg.model.warmstart)
+                probe = competence_probe(model, task, tok, cfg)
+                sft_steps = sft(model, task, tok, cfg.model.warmstart, probe)
                 report = pass_rate_report(model, task, tok, cfg)
+                report["sft_steps"] = sft_steps
+                if probe is not None:
+                    report["stop"] = probe.record
+                    if probe.record["reached_at"] is None:
+                        log(f"warning: warm start: {probe.tier} never passed at {probe.rate:.0%} within "
+                            f"{sft_steps} SFT steps (last probe {probe.record['trace'][-1:]}); raise "
+                            f"model.warmstart.steps or lower model.warmstart.stop_pass_rate")
             finally:
                 torch.set_num_threads(threads)
             report["sft_seconds"] = round(time.perf_counter() - t0, 1)
@@ -68,17 +79,19 @@ def load_or_train(cfg, task: SyntheticTask, tok: CharTokenizer, log=print):
             atomic_write_json(report_path, report)
     model.load_state_dict(torch.load(weights, weights_only=True))
     report = json.loads(report_path.read_text())
-    log("warm start pass-rate histogram over training prompts: "
+    log(f"warm start ({report.get('sft_steps', '?')} SFT steps) pass-rate histogram over training prompts: "
         + ", ".join(f"{k} {v:.0%}" for k, v in report["histogram"].items()))
     return model, report
 
 
-def sft(model, task: SyntheticTask, tok: CharTokenizer, ws) -> None:
+def sft(model, task: SyntheticTask, tok: CharTokenizer, ws, probe=None) -> int:
+    """Train up to ws.steps SFT steps; -> the steps taken (fewer when `probe` says stop)."""
     g = np.random.default_rng(int(ws.seed))
     opt = torch.optim.AdamW(model.parameters(), lr=float(ws.lr), weight_decay=0.0)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 50))
     model.train()
-    for _ in range(int(ws.steps)):
+    every = int(ws.get("check_every", 0) or 0)
+    for step in range(1, int(ws.steps) + 1):
         idx = g.choice(len(task.sft), size=int(ws.batch_size), replace=False)
         probs = [task.sft[i] for i in idx]
         b = build_token_batch([[tok.bos_id] + tok.encode(p.prompt) for p in probs],
@@ -89,7 +102,54 @@ def sft(model, task: SyntheticTask, tok: CharTokenizer, ws) -> None:
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         sched.step()
+        if probe is not None and every and step % every == 0 and probe(step):
+            break
     model.eval()
+    return step if int(ws.steps) else 0
+
+
+class CompetenceProbe:
+    """Stop the warm start once RL prompts of one tier are solved at a given rate.
+
+    Why: learning a tier is abrupt (the default's add33 went 16% -> 73% between SFT steps 2,200
+    and 2,300), so a fixed step count lands anywhere on that edge when float sums change (the
+    thread count did it). Stopping at a measured pass rate lands at the same competence.
+    The probe samples `n` rollouts at the RL sampling settings for each of up to 64 training
+    prompts of the tier (fixed prompts, fixed generator seed per check).
+    """
+
+    def __init__(self, model, probs, tok, cfg, tier: str, rate: float, n: int = 8):
+        from pcbench.backends.embedded.generation import EmbeddedRollouts
+        self.model, self.probs, self.tier, self.rate, self.n = model, probs, tier, rate, n
+        self.gen = lambda seed: EmbeddedRollouts(
+            model, tok, {p.pid: p for p in probs}, max_new_tokens=int(cfg.data.max_response_tokens),
+            temperature=float(cfg.train.temperature), top_p=float(cfg.train.top_p),
+            generator=torch.Generator().manual_seed(seed))
+        self.record: dict = {"tier": tier, "pass_rate": rate, "reached_at": None, "trace": []}
+
+    @torch.no_grad()
+    def __call__(self, step: int) -> bool:
+        from pcbench.allocators.base import Request
+        self.model.eval()
+        outs = self.gen(step).generate([Request(p.pid, self.n, "plain") for p in self.probs])
+        self.model.train()
+        acc = float(np.mean([float(r.acc.mean()) for r in outs]))
+        self.record["trace"].append([step, round(acc, 4)])
+        if acc >= self.rate:
+            self.record["reached_at"] = step
+            return True
+        return False
+
+
+def competence_probe(model, task: SyntheticTask, tok: CharTokenizer, cfg) -> CompetenceProbe | None:
+    ws = cfg.model.warmstart
+    tier = ws.get("stop_tier")
+    if not tier:
+        return None
+    probs = [p for p in task.train if p.tier == tier][:64]
+    if not probs:  # the rules check this at composition; a task built elsewhere may still miss it
+        raise ValueError(f"model.warmstart.stop_tier={tier}: no RL training prompt of that tier (data.tiers)")
+    return CompetenceProbe(model, probs, tok, cfg, str(tier), float(ws.stop_pass_rate))
 
 
 @torch.no_grad()

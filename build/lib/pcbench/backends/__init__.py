@@ -1,0 +1,1 @@
+"""Backends generate rollouts for the allocators and train on the groups they return."""

@@ -1,0 +1,79 @@
+"""Policy log-probs and the PPO update of the embedded backend.
+
+Rows are (prompt, response) pairs laid out as [left-padded prompt | right-padded response],
+so every response starts at column Lp and its token t is predicted by the logits at Lp+t-1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from pcbench import rl
+
+
+@dataclass
+class TokenBatch:
+    ids: torch.Tensor  # (N, Lp + T)
+    attn: torch.Tensor  # (N, Lp + T)
+    pos: torch.Tensor  # (N, Lp + T)
+    resp_mask: torch.Tensor  # (N, T)
+    prompt_len: int  # Lp
+
+    def rows(self, idx: torch.Tensor) -> "TokenBatch":
+        return TokenBatch(self.ids[idx], self.attn[idx], self.pos[idx], self.resp_mask[idx], self.prompt_len)
+
+
+def build_token_batch(prompts: list[list[int]], responses: list[list[int]], pad_id: int) -> TokenBatch:
+    N, Lp, T = len(prompts), max(map(len, prompts)), max(map(len, responses))
+    ids = torch.full((N, Lp + T), pad_id, dtype=torch.long)
+    attn = torch.zeros((N, Lp + T), dtype=torch.long)
+    for i, (p, r) in enumerate(zip(prompts, responses)):
+        ids[i, Lp - len(p):Lp] = torch.tensor(p)
+        ids[i, Lp:Lp + len(r)] = torch.tensor(r)
+        attn[i, Lp - len(p):Lp + len(r)] = 1
+    pos = (attn.cumsum(-1) - 1).clamp(min=0)
+    return TokenBatch(ids, attn, pos, attn[:, Lp:].clone(), Lp)
+
+
+def response_log_probs(model, b: TokenBatch) -> torch.Tensor:
+    """-> (N, T) log pi(response token | prefix); zeros where masked."""
+    logits = model(input_ids=b.ids, attention_mask=b.attn, position_ids=b.pos).logits  # (N, L, V)
+    T = b.resp_mask.shape[1]
+    pred = logits[:, b.prompt_len - 1:b.prompt_len - 1 + T].float()  # (N, T, V)
+    target = b.ids[:, b.prompt_len:b.prompt_len + T]  # (N, T)
+    lp = torch.log_softmax(pred, dim=-1).gather(-1, target[..., None]).squeeze(-1)
+    return lp * b.resp_mask
+
+
+def ppo_update(model, optimizer, scheduler, b: TokenBatch, scores: torch.Tensor, group: np.ndarray,
+               mini_batches: list[np.ndarray], train_cfg, rollout_n: int) -> dict[str, float]:
+    """One training step: GRPO advantages over the whole batch, one optimizer step per mini-batch.
+
+    scores (N,) +1/-1, group (N,) GRPO group id per row, mini_batches: row index arrays.
+    """
+    cfg = rl.actor_config(float(train_cfg.clip_ratio_low), float(train_cfg.clip_ratio_high),
+                          float(train_cfg.clip_ratio_c), str(train_cfg.loss_agg_mode), int(rollout_n))
+    adv = rl.grpo_advantages(scores, group, b.resp_mask)  # (N, T)
+    model.eval()  # no dropout in this model; eval() keeps old and new log-probs comparable
+    with torch.no_grad():
+        old = response_log_probs(model, b)  # (N, T): the policy that generated (on-policy)
+    sums: dict[str, float] = {}
+    for rows in mini_batches:
+        idx = torch.as_tensor(rows, dtype=torch.long)
+        mb = b.rows(idx)
+        loss, metrics = rl.policy_loss(old[idx], response_log_probs(model, mb), adv[idx], mb.resp_mask, cfg)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), float(train_cfg.grad_clip))
+        optimizer.step()
+        for k, v in {"train/pg_loss": float(loss.detach()), "train/grad_norm": float(grad_norm), **metrics}.items():
+            sums[k.replace("actor/", "train/")] = sums.get(k.replace("actor/", "train/"), 0.0) + float(v)
+    out = {k: v / len(mini_batches) for k, v in sums.items()}
+    out["train/lr"] = float(scheduler.get_last_lr()[0])  # the lr this step used
+    scheduler.step()
+    out["train/score_mean"] = float(scores.float().mean())
+    out["train/response_len"] = float(b.resp_mask.sum(-1).float().mean())
+    return out

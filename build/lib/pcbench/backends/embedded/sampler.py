@@ -1,0 +1,82 @@
+"""Batched sampling with a KV cache for the embedded policy.
+
+Prompts are left-padded to one length so every row's next token sits in the last column;
+position ids come from the attention mask so padding does not shift positions. Each decode
+step feeds one token per row and reuses the cache: O(T) forward calls of width 1.
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers import DynamicCache
+
+
+def left_pad(seqs: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """-> ids (B, L), mask (B, L) with padding on the left."""
+    L = max(len(s) for s in seqs)
+    ids = torch.full((len(seqs), L), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(seqs), L), dtype=torch.long)
+    for i, s in enumerate(seqs):
+        ids[i, L - len(s):] = torch.tensor(s, dtype=torch.long)
+        mask[i, L - len(s):] = 1
+    return ids, mask
+
+
+def top_p_filter(logits: torch.Tensor, top_p: float) -> torch.Tensor:
+    """Mask logits (B, V) outside the smallest set whose probability mass reaches top_p."""
+    if top_p >= 1.0:
+        return logits
+    sorted_logits, order = torch.sort(logits, descending=True, dim=-1)
+    cum = torch.softmax(sorted_logits, dim=-1).cumsum(dim=-1)
+    drop = cum - torch.softmax(sorted_logits, dim=-1) >= top_p  # keep the token that crosses top_p
+    sorted_logits = sorted_logits.masked_fill(drop, float("-inf"))
+    return torch.full_like(logits, float("-inf")).scatter(-1, order, sorted_logits)
+
+
+@torch.no_grad()
+def sample(model, prompts: list[list[int]], *, max_new_tokens: int, temperature: float, top_p: float,
+           eos_id: int, pad_id: int, generator: torch.Generator, chunk: int = 4096) -> list[list[int]]:
+    """Sample one continuation per prompt (ending at EOS, which is kept). Returns token id lists.
+
+    Rows go through in chunks of `chunk`: on CPU a decode step costs mostly per-call overhead, so
+    wide calls are cheaper per row (an evaluation of 512 problems x 6 samples is one chunk)."""
+    out: list[list[int]] = []
+    for start in range(0, len(prompts), chunk):
+        out.extend(_sample_chunk(model, prompts[start:start + chunk], max_new_tokens, temperature, top_p,
+                                 eos_id, pad_id, generator))
+    return out
+
+
+def _sample_chunk(model, prompts, max_new_tokens, temperature, top_p, eos_id, pad_id, generator):
+    ids, mask = left_pad(prompts, pad_id)  # (B, L)
+    pos = (mask.cumsum(-1) - 1).clamp(min=0)  # (B, L)
+    cache = DynamicCache()
+    logits = model(input_ids=ids, attention_mask=mask, position_ids=pos, past_key_values=cache,
+                   use_cache=True).logits[:, -1]  # (B, V)
+    B = ids.shape[0]
+    done = torch.zeros(B, dtype=torch.bool)
+    tokens = torch.full((B, max_new_tokens), pad_id, dtype=torch.long)  # (B, T)
+    next_pos = pos[:, -1] + 1  # (B,)
+    for t in range(max_new_tokens):
+        probs = torch.softmax(top_p_filter(logits / temperature, top_p), dim=-1)
+        nxt = torch.multinomial(probs, 1, generator=generator).squeeze(-1)  # (B,)
+        nxt = torch.where(done, torch.full_like(nxt, pad_id), nxt)
+        tokens[:, t] = nxt
+        done |= nxt == eos_id
+        if bool(done.all()) or t == max_new_tokens - 1:
+            break
+        mask = torch.cat([mask, torch.ones((B, 1), dtype=mask.dtype)], dim=-1)
+        logits = model(input_ids=nxt[:, None], attention_mask=mask, position_ids=next_pos[:, None],
+                       past_key_values=cache, use_cache=True).logits[:, -1]
+        next_pos = next_pos + 1
+    result = []
+    for row in tokens.tolist():
+        seq = []
+        for tok in row:
+            if tok == pad_id:
+                break
+            seq.append(tok)
+            if tok == eos_id:
+                break
+        result.append(seq)
+    return result

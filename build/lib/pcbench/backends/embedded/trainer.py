@@ -1,0 +1,129 @@
+"""The embedded training loop: allocator -> PPO update -> allocator bookkeeping -> log.
+
+It calls named steps and never looks at the method's name; what differs between GRPO,
+DAPO and Pilot-Commit lives in their allocators.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from omegaconf import OmegaConf
+from tqdm import tqdm
+
+from pcbench.allocators import AllocContext, StepBatch, build_allocator
+from pcbench.backends.embedded import checkpoint
+from pcbench.backends.embedded.evaluate import evaluate
+from pcbench.backends.embedded.generation import EmbeddedRollouts
+from pcbench.backends.embedded.policy import build_token_batch, ppo_update
+from pcbench.backends.embedded.task import SyntheticTask
+from pcbench.backends.embedded.tokenizer import CharTokenizer
+from pcbench.backends.embedded.warmstart import load_or_train
+from pcbench.ledger import RolloutLedger
+from pcbench.loggers import MetricsLogger
+from pcbench.rundir import RunDir, run_id
+from pcbench.stream import PromptStream
+
+
+class EmbeddedRun:
+    """Everything one run holds; checkpoint.py saves and restores exactly these fields."""
+
+    def __init__(self, cfg, rundir: RunDir, log=tqdm.write):
+        self.cfg, self.rundir, self.log = cfg, rundir, log
+        if int(cfg.train.threads) > 0:
+            torch.set_num_threads(int(cfg.train.threads))
+        self.tok = CharTokenizer()
+        self.task = SyntheticTask.build(cfg.data)
+        self.model, self.warmstart = load_or_train(cfg, self.task, self.tok, log=log)
+        t = cfg.train
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=float(t.lr), weight_decay=float(t.weight_decay))
+        warm = max(1, int(t.warmup_steps))
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda s: min(1.0, (s + 1) / warm))
+        self.allocator = build_allocator(cfg.method, int(t.batch_size), int(cfg.seed))
+        self.stream = PromptStream([p.pid for p in self.task.train], int(cfg.seed))
+        self.ledger = RolloutLedger()
+        self.generator = torch.Generator().manual_seed(int(cfg.seed))
+        self.rollouts = EmbeddedRollouts(self.model, self.tok, self.task.by_id(), generator=self.generator,
+                                         max_new_tokens=int(cfg.data.max_response_tokens),
+                                         temperature=float(t.temperature), top_p=float(t.top_p))
+        self.step, self.elapsed = 0, 0.0
+
+    # -- one step ---------------------------------------------------------------------------
+    def train_step(self) -> dict:
+        t0 = time.perf_counter()
+        self.step += 1
+        self.rollouts.reset_counters()
+        batch = self.allocator.next_batch(AllocContext(self.stream, self.rollouts, self.ledger, self.step))
+        gen_s, tokens = self.rollouts.seconds, self.rollouts.tokens
+        train = self.update(batch)
+        post = self.allocator.after_update(self.step, self.ledger)
+        row = {"step": self.step, "epoch": self.stream.epoch, **self.ledger.close_step(), **batch.stats, **post, **train}
+        if self.step % int(self.cfg.train.eval_every) == 0 or self.step == int(self.cfg.train.steps):
+            row.update(evaluate(self.model, self.tok, self.task, self.cfg, self.step))
+        step_s = time.perf_counter() - t0
+        self.elapsed += step_s
+        row.update({"time/step_s": step_s, "time/generate_s": gen_s, "time/elapsed_s": self.elapsed,
+                    "perf/gen_tokens_per_s": tokens / gen_s if gen_s > 0 else 0.0})
+        row.update(self.rollouts.reward_stats.snapshot("reward/"))
+        return row
+
+    def update(self, batch: StepBatch) -> dict:
+        """Flatten groups into rows: (N,) scores and group ids, mini-batches of whole groups."""
+        prompts, responses, scores, group = [], [], [], []
+        for gi, g in enumerate(batch.groups):
+            prompt = self.rollouts.prompt_ids[g.prompt_id]
+            for part in g.parts:
+                responses.extend(part.payload)
+                prompts.extend([prompt] * len(part))
+            scores.append(2.0 * g.acc - 1.0)  # verifier score +1 / -1
+            group.extend([gi] * g.size)
+        group = np.asarray(group)
+        per_mb = int(self.cfg.train.mini_batch_size)
+        mbs = [np.flatnonzero((group >= s) & (group < s + per_mb)) for s in range(0, len(batch.groups), per_mb)]
+        tb = build_token_batch(prompts, responses, self.tok.pad_id)
+        return ppo_update(self.model, self.optimizer, self.scheduler, tb, torch.tensor(np.concatenate(scores)),
+                          group, mbs, self.cfg.train, int(self.cfg.method.n))
+
+
+def run(cfg) -> dict:
+    """Backend entry (conf/backend/embedded.yaml): train one run into its run folder."""
+    if cfg.dry_run:  # show what would run, touch nothing
+        print(OmegaConf.to_yaml(cfg, resolve=True))
+        print(f"# would write {Path(cfg.paths.results) / str(cfg.experiment) / run_id(cfg)}")
+        return {"status": "dry_run"}
+    rundir = RunDir.prepare(cfg)
+    if rundir.finished():  # only reachable on a Slurm requeue after the run completed
+        tqdm.write(f"{rundir.path} already finished; nothing to do")
+        return json.loads((rundir.path / "summary.json").read_text())
+    logger = MetricsLogger(rundir, cfg)
+    r = EmbeddedRun(cfg, rundir)
+    if rundir.resumed and checkpoint.restore(r):
+        r.log(f"resumed {rundir.path} at step {r.step} ({r.ledger.cumulative:,} rollouts)")
+    else:
+        rundir.truncate_metrics(-1)
+        logger.log({"step": 0, "epoch": 0, "cumulative_rollouts": 0, "time/elapsed_s": 0.0,
+                    **evaluate(r.model, r.tok, r.task, cfg, 0)})
+    steps = int(cfg.train.steps)
+    bar = tqdm(total=steps, initial=r.step, desc=f"{cfg.method.name} s{cfg.seed}", unit="step",
+               disable=not cfg.logging.progress, dynamic_ncols=True)
+    last_val = logger.last_val
+    while r.step < steps:
+        row = r.train_step()
+        logger.log(row)
+        last_val = row.get("val/acc", last_val)
+        bar.set_postfix_str(f"rollouts={r.ledger.cumulative:,} val/acc={last_val:.3f}", refresh=False)
+        bar.update(1)
+        if r.step % int(cfg.train.checkpoint_every) == 0 or r.step == steps:
+            checkpoint.save(r)
+    bar.close()
+    summary = {"status": "finished", "steps": r.step, "cumulative_rollouts": r.ledger.cumulative,
+               "final_val_acc": last_val, "wall_s": round(r.elapsed, 2), "method": str(cfg.method.name),
+               "seed": int(cfg.seed), "warmstart": r.warmstart, "run_dir": str(rundir.path)}
+    rundir.write_summary(summary)
+    logger.close()
+    r.log(f"finished {rundir.path}: val/acc {last_val:.3f} after {r.ledger.cumulative:,} rollouts")
+    return summary

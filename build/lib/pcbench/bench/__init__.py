@@ -1,0 +1,14 @@
+"""pcbench.bench: every allocator in one harness, one ledger, on the embedded task.
+
+    python -m pcbench.bench sample_efficiency [--seeds 5] [--methods grpo,dapo,...] [--steps N]
+                                              [--jobs 2] [--out results/bench/] [-o KEY=VALUE ...]
+    python -m pcbench.bench throughput [--batch 64,256,768] [--out results/bench/] [-o KEY=VALUE ...]
+    python -m pcbench.bench regime RESULTS_DIR [...] [--out DIR]
+
+`sample_efficiency` trains every (method, seed) into its own run folder (the same folder
+`python -m pcbench.run <the same overrides>` would use, so reruns resume or reuse it), then
+scores them with `analysis` (rollouts-to-target as PAPER.md defines it, bootstrap intervals,
+speedups vs GRPO / DAPO, ratio to the oracle) and measures wall-clock per step and per
+rollout. `throughput` times the embedded KV-cache sampler against transformers' own
+`generate` on the same model and batch. Both write <name>.md + <name>.json with the commit.
+"""

@@ -1,0 +1,40 @@
+"""CLI of pcbench.bench (see the package docstring): sample_efficiency | throughput | regime."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from pcbench.bench import regime, sample_efficiency, throughput
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m pcbench.bench", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    se = sub.add_parser("sample_efficiency", help="every allocator x seeds: rollouts-to-target and wall-clock")
+    sample_efficiency.add_arguments(se)
+    tp = sub.add_parser("throughput", help="embedded sampler vs transformers generate, tokens/s")
+    throughput.add_arguments(tp)
+    rg = sub.add_parser("regime", help="regime card of run folders (embedded or verl): zero-variance shares, "
+                        "pass-rate histograms, per-set accuracy")
+    regime.add_arguments(rg)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser().parse_args(argv)
+    from pcbench.config import ConfigError
+    try:
+        if args.command == "sample_efficiency":
+            return sample_efficiency.main(args, argv)
+        if args.command == "regime":
+            return regime.main(args)
+        return throughput.main(args, argv)
+    except ConfigError as e:
+        print(f"pcbench.bench: config error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

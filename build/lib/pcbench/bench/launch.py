@@ -1,0 +1,116 @@
+"""Compose, check and run benchmark jobs: one run folder per (method, seed).
+
+Each job is composed with Hydra's compose API from conf/ exactly as `python -m pcbench.run`
+composes it, checked with `check_config` before anything runs (a bad method config fails
+the whole benchmark up front, in one line), and trained by the backend's own entry point in
+a worker process. Workers are reused across jobs, so the ~10 s of imports (torch,
+transformers, verl) is paid once per worker instead of once per run. Finished folders are
+reused, unfinished ones resume (resume=auto), so an interrupted benchmark continues.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import shlex
+import time
+import traceback
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
+from pathlib import Path
+
+CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+
+
+@dataclass(frozen=True)
+class Job:
+    method: str
+    seed: int
+    overrides: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return f"{self.method}-s{self.seed}"
+
+    def command(self) -> str:
+        return "python -m pcbench.run " + " ".join(shlex.quote(o) for o in self.overrides)
+
+
+def plan(methods: list[str], seeds: list[int], common: list[str]) -> list[Job]:
+    """Seed-major order: a benchmark stopped early still has every method for its first seeds."""
+    return [Job(m, s, (f"method={m}", f"seed={s}", *common)) for s in seeds for m in methods]
+
+
+def compose_cfg(overrides):
+    from hydra import compose, initialize_config_dir
+
+    from pcbench.config import register_configs
+
+    register_configs()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return compose(config_name="config", overrides=list(overrides))
+
+
+def run_folder(job: Job) -> Path:
+    """The run folder of a job, after checking its config (ConfigError names the key and fix)."""
+    from pcbench.config import check_config
+    from pcbench.rundir import run_id
+
+    cfg = compose_cfg(job.overrides)
+    check_config(cfg)
+    return Path(cfg.paths.results) / str(cfg.experiment) / run_id(cfg)
+
+
+def is_finished(folder: Path) -> bool:
+    from pcbench.rundir import RunDir
+
+    return RunDir(folder, resumed=True).finished()
+
+
+def _warm_imports() -> None:
+    """Worker initializer: pay the one-time imports (verl's core_algos is imported lazily at the
+    first update, ~4 s) before any run, so no run's first step is timed with them."""
+    from pcbench import rl
+    from pcbench.backends.embedded import trainer  # noqa: F401
+
+    rl._core()
+
+
+def _work(job: Job, log_path: str) -> dict:
+    """Worker: train one job, its output going to its log file; never raises."""
+    t0 = time.perf_counter()
+    status, error = "finished", None
+    with open(log_path, "a") as log, redirect_stdout(log), redirect_stderr(log):
+        print(f"$ {job.command()}", flush=True)
+        try:
+            from pcbench.config import check_config
+            from pcbench.run import resolve_entry
+
+            cfg = compose_cfg(job.overrides)
+            check_config(cfg)
+            resolve_entry(cfg.backend.entry)(cfg)
+        except Exception as e:  # a failed run is a result to report, not a reason to stop the rest
+            traceback.print_exc()
+            status, error = "failed", f"{type(e).__name__}: {e}".splitlines()[0][:300]
+    return {"method": job.method, "seed": job.seed, "status": status, "error": error,
+            "seconds": round(time.perf_counter() - t0, 1), "log": log_path, "command": job.command()}
+
+
+def launch(jobs: list[Job], workers: int, log_dir: Path, echo=print) -> list[dict]:
+    """Run `jobs` on `workers` processes (1 torch thread each); -> one result dict per job."""
+    if not jobs:
+        return []
+    log_dir.mkdir(parents=True, exist_ok=True)
+    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = "1"  # inherited by the workers
+    results = []
+    spawn = multiprocessing.get_context("spawn")  # no forked torch state
+    with ProcessPoolExecutor(max_workers=max(1, workers), mp_context=spawn, initializer=_warm_imports) as pool:
+        futures = [pool.submit(_work, job, str(log_dir / f"{job.name}.log")) for job in jobs]
+        for i, fut in enumerate(as_completed(futures), start=1):
+            res = fut.result()
+            results.append(res)
+            tail = f" ({res['error']})" if res["error"] else ""
+            echo(f"[{i}/{len(jobs)}] {res['method']} seed {res['seed']}: {res['status']} "
+                 f"in {res['seconds']:.0f}s{tail}")
+    return results

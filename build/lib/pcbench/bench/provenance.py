@@ -1,0 +1,33 @@
+"""What a committed benchmark file records about where it came from."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _git(*args: str) -> str:
+    try:
+        # not .strip(): porcelain lines start with a status column that may be a space
+        return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, timeout=30).stdout.rstrip("\n")
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def provenance(argv: list[str] | None = None) -> dict:
+    """Commit, dirty files (this checkout is shared, so name them), versions, machine, load."""
+    import torch
+    import transformers
+
+    dirty = [line[3:] for line in _git("status", "--porcelain", "--untracked-files=no").splitlines()]
+    return {"commit": _git("rev-parse", "HEAD").strip() or "unknown", "dirty_files": dirty,
+            "command": "python -m pcbench.bench " + " ".join(argv if argv is not None else sys.argv[1:]),
+            "date_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()), "python": platform.python_version(),
+            "torch": torch.__version__, "transformers": transformers.__version__, "cpus": os.cpu_count(),
+            "loadavg_start": [round(x, 2) for x in os.getloadavg()]}

@@ -1,0 +1,151 @@
+"""`python -m pcbench.bench sample_efficiency`: every allocator x seeds on the embedded task.
+
+1. plan (method, seed) jobs and compose + check every config before anything trains;
+2. train the jobs whose run folder is not finished (2 workers x 1 thread by default, for a
+   2-core machine), seed-major so an early stop leaves whole seeds;
+3. score exactly those run folders with analysis (target = GRPO's best seed-mean val/acc,
+   and the reference-budget target of pcbench/bench/aa.py), run the A/A (GRPO on a second,
+   disjoint seed set) and write <out>/sample_efficiency.md + .json with the commit, the raw
+   curves (curves.csv: one row per run and evaluation), regime.csv (one row per run and step)
+   and the regime card (regime_card.md + .png).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from pcbench.bench.launch import Job, is_finished, launch, plan, run_folder
+from pcbench.bench.provenance import provenance
+from pcbench.rundir import atomic_write_json, atomic_write_text
+
+ALL_METHODS = ("grpo", "dapo", "pilot_commit", "speed_rl", "greso", "pods", "mopps", "pilot_commit_bayes", "oracle")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--methods", default=",".join(ALL_METHODS), help="comma-separated (default: all nine)")
+    p.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1 (default 5)")
+    p.add_argument("--baseline-seeds", type=int, default=None, help="GRPO's main seeds 0..B-1 (default: --seeds); "
+                   "more of them sharpen the target and the A/A floor every ratio is read against")
+    p.add_argument("--aa-seeds", type=int, default=5, help="GRPO also on seeds M..M+K-1, M = max(N, B) (disjoint "
+                   "from every main seed) for the A/A noise floor; 0 skips it (default 5)")
+    p.add_argument("--steps", type=int, default=None, help="train.steps (default: the config's)")
+    p.add_argument("--jobs", type=int, default=2, help="parallel runs, 1 torch thread each (default 2)")
+    p.add_argument("--out", type=Path, default=Path("results/bench"), help="where the .md/.json go")
+    p.add_argument("--runs", type=Path, default=Path("results/bench_runs"),
+                   help="paths.results for the run folders (default results/bench_runs, not committed)")
+    p.add_argument("--experiment", default="sample_efficiency", help="experiment= of the run folders")
+    p.add_argument("-o", "--override", action="append", default=[], metavar="KEY=VALUE",
+                   help="extra Hydra override for every run (repeatable), e.g. -o data.train_size=240")
+    p.add_argument("--n-boot", type=int, default=10_000, help="bootstrap resamples")
+    p.add_argument("--score-only", action="store_true", help="train nothing; score the finished folders")
+
+
+def common_overrides(args) -> list[str]:
+    steps = [f"train.steps={args.steps}"] if args.steps else []
+    return [f"experiment={args.experiment}", f"paths.results={args.runs}", "train.threads=1",
+            "logging.progress=false", *steps, *args.override]
+
+
+def main(args, argv: list[str]) -> int:
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    base = args.seeds if args.baseline_seeds is None else args.baseline_seeds
+    jobs = plan(methods, list(range(args.seeds)), common_overrides(args))
+    if "grpo" in methods:
+        jobs += plan(["grpo"], list(range(args.seeds, base)), common_overrides(args))
+    first_aa = max(args.seeds, base)
+    # the A/A runs live in their own experiment folder, so figures of the main folder show GRPO's main seeds
+    aa_common = [o if not o.startswith("experiment=") else f"experiment={args.experiment}_aa" for o in common_overrides(args)]
+    aa_jobs = plan(["grpo"], list(range(first_aa, first_aa + args.aa_seeds)), aa_common)
+    folders = {job: run_folder(job) for job in jobs + aa_jobs}  # raises ConfigError before any training
+    # each A/A seed right after a main seed, so a benchmark stopped early has both halves of the A/A
+    rounds = max(args.seeds, base, args.aa_seeds)
+    order = [j for s in range(rounds) for j in [x for x in jobs if x.seed == s] + aa_jobs[s:s + 1]]
+    todo = [] if args.score_only else [j for j in order if not is_finished(folders[j])]
+    print(f"{len(jobs) + len(aa_jobs)} runs ({len(aa_jobs)} of them the A/A), {len(jobs) + len(aa_jobs) - len(todo)} "
+          f"already finished, {len(todo)} to train "
+          f"on {args.jobs} worker(s); logs in {args.runs / args.experiment / 'logs'}", flush=True)
+    meta = provenance(argv)
+    results = launch(todo, args.jobs, args.runs / args.experiment / "logs")
+    previous = args.out / "sample_efficiency.json"
+    if not todo and previous.exists():  # nothing trained now: the earlier command's record stays the source
+        old = json.loads(previous.read_text())
+        meta = {**old["provenance"], "rescored": meta}
+        results = old.get("runs", [])
+    args.out.mkdir(parents=True, exist_ok=True)
+    report = build_report(jobs, aa_jobs, folders, results, args, meta)
+    atomic_write_json(args.out / "sample_efficiency.json", report)
+    from pcbench.bench.render import sample_efficiency_md
+    atomic_write_text(args.out / "sample_efficiency.md", sample_efficiency_md(report))
+    print(f"wrote {args.out / 'sample_efficiency.md'} and .json")
+    return 0 if not report["failures"] else 1
+
+
+def build_report(jobs: list[Job], aa_jobs: list[Job], folders: dict, results: list[dict], args, meta: dict) -> dict:
+    from analysis.runs import load_runs
+    from pcbench.bench.launch import compose_cfg
+    from pcbench.bench.tables import budget_accuracy, goals, rollouts_records, timing_records
+
+    present = [str(folders[j]) for j in jobs if (folders[j] / "metrics.jsonl").exists()]
+    aa_present = [str(folders[j]) for j in aa_jobs if (folders[j] / "metrics.jsonl").exists()]
+    runs, metrics, warnings = load_runs(present) if present else (None, None, ["no run folders"])
+    records, table, more = rollouts_records(runs, metrics, 0, args.n_boot) if present else ([], None, [])
+    budget = budget_accuracy(metrics, records, 0, args.n_boot) if present else None
+    extra, more_warn = benchmark_extras(runs, metrics, aa_present, args) if present else ({}, [])
+    cfg = compose_cfg(jobs[0].overrides)
+    meta["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+    failures = [r for r in results if r["status"] != "finished"]
+    return {"provenance": meta,
+            "setup": {"methods": sorted({j.method for j in jobs}, key=[j.method for j in jobs].index),
+                      "seeds": args.seeds, "baseline_seeds": base, "steps": int(cfg.train.steps), "train_batch": int(cfg.train.batch_size),
+                      "n": int(cfg.rollout.n), "model": str(cfg.model.name), "data": str(cfg.data.name),
+                      "jobs": args.jobs, "overrides": args.override, "runs_dir": str(args.runs / args.experiment)},
+            "target": records[0]["target"] if records else None, "budget": budget,
+            "records": records, "timing": timing_records(metrics) if present else [],
+            "goals": goals(records, table, 0, args.n_boot) if present else {},
+            "per_run": json.loads(table.to_json(orient="records")) if table is not None else [],
+            "failures": failures, "runs": results, "warnings": warnings + more + more_warn,
+            "aa_seeds": [j.seed for j in aa_jobs], **extra, "notes": NOTES}
+
+
+
+NOTES = [
+    "- Cumulative rollouts come from the one ledger every allocator shares (pcbench/ledger.py); "
+    "per-run values are in the .json (`per_run`, rtt = inf when censored).",
+    "- The oracle measures each candidate's pass rate with extra rollouts the ledger does not see: "
+    "it bounds selection at GRPO's cost, not every allocator (one that reuses rollouts can beat it).",
+]
+
+
+def benchmark_extras(runs, metrics, aa_present: list[str], args) -> tuple[dict, list[str]]:
+    """Targets, the A/A records, the reference-target table; writes curves.csv, regime.csv and the
+    regime card next to the report. -> (report fields, warnings)."""
+    from analysis.runs import load_runs
+    from pcbench.bench.aa import AA, aa_record, curves_table, grpo_targets
+    from pcbench.bench.regime import build_card, card_md
+    from pcbench.bench.regime_plot import draw_regime_card
+    from pcbench.bench.tables import rollouts_records
+
+    warnings, both = [], metrics
+    if aa_present:
+        _, aa_metrics, aa_warn = load_runs(aa_present)
+        warnings += aa_warn
+        both = pd.concat([metrics, aa_metrics.assign(method=AA)], ignore_index=True)
+    targets = grpo_targets(metrics)
+    extra = {"targets": targets, "aa": {name: aa_record(both, t, 0, args.n_boot) for name, t in targets.items()},
+             "reference_records": []}
+    if targets["reference"] is not None:
+        extra["reference_records"], _, ref_warn = rollouts_records(runs, metrics, 0, args.n_boot,
+                                                                   target=targets["reference"])
+        warnings += [f"reference target: {w}" for w in ref_warn]
+    curves_table(both).to_csv(args.out / "curves.csv", index=False)
+    regime, summaries, checks = build_card(metrics)
+    regime.to_csv(args.out / "regime.csv", index=False)
+    atomic_write_text(args.out / "regime_card.md", card_md(summaries, checks))
+    draw_regime_card(regime, summaries, args.out)
+    extra["regime_checks"] = checks
+    return extra, warnings

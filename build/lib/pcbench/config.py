@@ -1,0 +1,141 @@
+"""Typed config schemas, registered in Hydra's ConfigStore and checked once at composition.
+
+Every impossible setting fails in `check_config` with one line naming the key and the fix,
+before any model is built: types here, ranges and shapes in the rule tables of
+pcbench/rules.py, method cross-checks in each allocator's `validate`, and what only a
+backend knows in BACKEND_CHECKS.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING, DictConfig, OmegaConf
+
+
+class ConfigError(ValueError):
+    """A user-facing configuration mistake; the message is one line saying how to fix it."""
+
+
+@dataclass
+class MethodConfig:
+    name: str = MISSING
+    n: int = 16  # rollouts per trained prompt (GRPO group size)
+    gen_batch_size: int = 0  # candidates per sampling round (DAPO, PC); paper: 3 x train batch
+    max_rounds: int = 10  # sampling rounds per step before a clear error (max_num_gen_batches)
+    # Pilot-Commit
+    n_pilot: int = 0
+    n_commit: int = 0
+    lower: float = 0.125  # keep when lower <= p <= 1 - upper
+    upper: float = 0.25
+    staleness: int = 4  # buffer entries older than this many steps are dropped
+    buffer_sampling: str = "max_variance"  # max_variance | random
+    extra: dict = field(default_factory=dict)  # free-form knobs of user-registered allocators
+
+
+@dataclass
+class TrainConfig:
+    batch_size: int = 8  # prompts per update (paper: 128)
+    mini_batch_size: int = 2  # prompts per PPO mini-batch (paper: 32)
+    steps: int = 60
+    lr: float = 1e-6
+    warmup_steps: int = 10
+    weight_decay: float = 0.1
+    grad_clip: float = 1.0
+    clip_ratio_low: float = 0.2
+    clip_ratio_high: float = 0.28
+    clip_ratio_c: float = 10.0
+    entropy_coeff: float = 0.0
+    loss_agg_mode: str = "token-mean"
+    temperature: float = 1.0
+    top_p: float = 1.0
+    eval_every: int = 5
+    val_temperature: float = 1.0
+    val_top_p: float = 0.7
+    checkpoint_every: int = 10
+    threads: int = 0  # torch threads per run (0 = leave torch's default)
+
+
+@dataclass
+class RolloutConfig:
+    n: int = 16  # rollouts per trained prompt (the GRPO group size the methods share)
+
+
+@dataclass
+class LoggingConfig:
+    progress: bool = True
+    wandb: bool = False
+    wandb_project: str = "pcbench"
+    wandb_mode: str = "offline"
+
+
+@dataclass
+class PathsConfig:
+    results: str = "results"
+    cache: str = "results/.cache"
+
+
+@dataclass
+class RootConfig:
+    experiment: str = "embedded"
+    seed: int = 0
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    method: MethodConfig = field(default_factory=MethodConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    model: Any = MISSING
+    data: Any = MISSING
+    backend: Any = MISSING
+    verl: Any = None  # backend=verl only: verl's own config tree (conf/verl/ppo_trainer.yaml)
+    logging: LoggingConfig = field(default_factory=LoggingConfig)
+    paths: PathsConfig = field(default_factory=PathsConfig)
+    resume: str = "auto"  # auto: resume an unfinished run folder; never: refuse if it exists
+    dry_run: bool = False
+
+
+def register_configs() -> None:
+    cs = ConfigStore.instance()
+    cs.store(name="pcbench_schema", node=RootConfig)
+
+
+def _resolvers() -> None:
+    for name, fn in {"pcb_mul": lambda a, b: int(a) * int(b), "pcb_div": lambda a, b: int(a) // int(b),
+                     "pcb_sub": lambda a, b: int(a) - int(b)}.items():
+        if not OmegaConf.has_resolver(name):
+            OmegaConf.register_new_resolver(name, fn)
+
+
+_resolvers()
+
+
+# backend.name -> "module:function" that checks what only that backend knows (it may read
+# files, never starts anything); called after the rule tables of pcbench/rules.py.
+BACKEND_CHECKS = {"embedded": "pcbench.backends.embedded.checks:check_backend_config",
+                  "verl": "pcbench.backends.verl.config:check_backend_config"}
+
+
+def check_config(cfg: DictConfig) -> None:
+    """Every setting, before any run folder, warm start or Ray cluster: ConfigError with one line."""
+    import importlib
+
+    from pcbench.allocators import get_allocator_cls
+    from pcbench.rules import check_rules
+
+    if cfg.backend.name != "verl" and cfg.get("verl") is not None:
+        raise ConfigError(f"verl.* settings only apply to backend=verl (this run uses backend={cfg.backend.name}); "
+                          f"drop the verl.* overrides or add backend=verl")
+    for group in ("model", "data"):
+        want = cfg[group].get("backend")
+        if want is not None and want != cfg.backend.name:
+            raise ConfigError(f"{group}={cfg[group].name} runs on backend={want}, not backend={cfg.backend.name}; "
+                              f"add backend={want} (or pick a {cfg.backend.name} {group})")
+    check_rules(cfg)  # every key's range and shape (pcbench/rules.py)
+    try:
+        get_allocator_cls(cfg.method.name).validate(cfg.method, cfg.train.batch_size)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    spec = BACKEND_CHECKS.get(str(cfg.backend.name))
+    if spec is not None:
+        module, _, fn = spec.partition(":")
+        getattr(importlib.import_module(module), fn)(cfg)

@@ -1,0 +1,179 @@
+"""One run = one folder that describes itself (docs/run_folder.md).
+
+The folder name is derived from the config that defines the experiment (dora-style
+signature), so the same command maps to the same folder: an unfinished run resumes, a
+finished one is refused, a different config never merges into it. Every file is written
+so that a crash at any point leaves it readable: metrics are append-only and flushed per
+line, everything else goes to a temp name and is renamed. A failure the run entry catches
+appends its traceback to error.log (`record_failure`) and touches nothing else.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+# Keys that change how a run executes, not what it computes; dotted paths into the config.
+# train.threads: results are bit-identical only at a fixed thread count, but a user moving a run
+# between machines keeps its folder. backend.watchdog_s: raising the hang bound must resume.
+NON_IDENTITY_KEYS = ("logging", "paths", "resume", "dry_run", "hydra",
+                     "train.threads", "train.checkpoint_every", "backend.watchdog_s")
+
+
+class RunFolderError(RuntimeError):
+    """The run folder cannot be used as asked (finished already, or holds another config)."""
+
+
+def identity(cfg: DictConfig) -> dict:
+    data = OmegaConf.to_container(cfg, resolve=True)
+    for key in NON_IDENTITY_KEYS:
+        *parents, leaf = key.split(".")
+        node = data
+        for part in parents:
+            node = node.get(part, {}) if isinstance(node, dict) else {}
+        if isinstance(node, dict):
+            node.pop(leaf, None)
+    return data
+
+
+def run_id(cfg: DictConfig) -> str:
+    blob = json.dumps(identity(cfg), sort_keys=True, default=str)
+    digest = hashlib.sha256(blob.encode()).hexdigest()[:8]
+    safe = lambda s: str(s).replace("/", "_").replace(" ", "_")
+    return f"{safe(cfg.method.name)}-{safe(cfg.model.name)}-{safe(cfg.data.name)}-s{cfg.seed}-{digest}"
+
+
+def run_folder(cfg: DictConfig) -> Path:
+    return Path(cfg.paths.results) / str(cfg.experiment) / run_id(cfg)
+
+
+def record_failure(cfg: DictConfig, what: str) -> str:
+    """Append the traceback being handled to the run folder's error.log; -> the one-line report.
+
+    Nothing else in the folder is touched, so the same command resumes it from its last
+    checkpoint. If the log cannot be written there (no folder yet, disk full) it goes to the
+    system temp folder; if that fails too, the traceback is printed to stderr.
+    """
+    import datetime
+    import sys
+    import traceback
+
+    what = (what.strip().splitlines() or ["unknown error"])[0]
+    folder = run_folder(cfg)
+    entry = f"--- {datetime.datetime.now().isoformat(timespec='seconds')} {what}\n{traceback.format_exc()}\n"
+    log = None
+    for candidate in ([folder / "error.log"] if folder.is_dir() else []) + \
+            [Path(tempfile.gettempdir()) / f"pcbench-error-{folder.name}.log"]:
+        try:
+            with open(candidate, "a") as f:
+                f.write(entry)
+            log = candidate
+            break
+        except OSError:
+            continue
+    if log is None:
+        sys.stderr.write(entry)
+    rows = RunDir(folder, resumed=True).read_metrics() if folder.is_dir() else []
+    where = f"after step {rows[-1]['step']} of {cfg.train.steps}" if rows else "before the first step"
+    tail = "rerun the same command to resume from the last checkpoint" if (folder / "config.yaml").exists() \
+        else "no run folder was written"
+    return f"{what} ({where}); {'traceback in ' + str(log) if log else 'traceback above'}; {tail}"
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=float) + "\n")
+
+
+class RunDir:
+    def __init__(self, path: Path, resumed: bool):
+        self.path = Path(path)
+        self.resumed = resumed
+
+    @property
+    def metrics_path(self) -> Path:
+        return self.path / "metrics.jsonl"
+
+    @property
+    def checkpoint_dir(self) -> Path:
+        return self.path / "checkpoint"
+
+    @classmethod
+    def prepare(cls, cfg: DictConfig) -> "RunDir":
+        """Create the folder for cfg, or reopen an unfinished one with the same config."""
+        path = run_folder(cfg)
+        config_text = OmegaConf.to_yaml(cfg, resolve=True)
+        if (path / "config.yaml").exists():
+            return cls._reopen(path, cfg)
+        path.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path / "config.yaml", config_text)
+        return cls(path, resumed=False)
+
+    def finished(self) -> bool:
+        summary = self.path / "summary.json"
+        return summary.exists() and json.loads(summary.read_text()).get("status") == "finished"
+
+    @classmethod
+    def _reopen(cls, path: Path, cfg: DictConfig) -> "RunDir":
+        if cls(path, resumed=True).finished() and int(os.environ.get("SLURM_RESTART_COUNT", "0") or 0) > 0:
+            return cls(path, resumed=True)  # a Slurm requeue that raced the run's end: nothing to do
+        if cls(path, resumed=True).finished():
+            raise RunFolderError(f"{path} is a finished run of this exact config; delete the folder to "
+                                 f"rerun it, or change seed=/experiment= for a new run")
+        stored = OmegaConf.load(path / "config.yaml")
+        if json.dumps(identity(stored), sort_keys=True, default=str) != json.dumps(identity(cfg), sort_keys=True, default=str):
+            raise RunFolderError(f"{path}/config.yaml holds a different config than this command; refusing to "
+                                 f"merge: delete the folder or change experiment=")
+        if cfg.resume == "never":
+            raise RunFolderError(f"{path} exists (unfinished) and resume=never; use resume=auto to continue it "
+                                 f"or delete the folder")
+        return cls(path, resumed=True)
+
+    # -- metrics ----------------------------------------------------------------------------
+    def append_metrics(self, row: dict) -> None:
+        line = json.dumps(row, sort_keys=True, default=float)
+        with open(self.metrics_path, "a") as f:
+            f.write(line + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    def read_metrics(self) -> list[dict]:
+        """Complete lines only: a torn last line from a crash is ignored."""
+        if not self.metrics_path.exists():
+            return []
+        rows = []
+        for line in self.metrics_path.read_text().splitlines():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                break
+        return rows
+
+    def truncate_metrics(self, last_step: int) -> list[dict]:
+        """Keep lines with step <= last_step (the checkpoint) so a resume never duplicates steps."""
+        rows = [r for r in self.read_metrics() if int(r["step"]) <= last_step]
+        atomic_write_text(self.metrics_path, "".join(json.dumps(r, sort_keys=True, default=float) + "\n" for r in rows))
+        return rows
+
+    def write_summary(self, summary: dict) -> None:
+        atomic_write_json(self.path / "summary.json", summary)
