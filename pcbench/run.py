@@ -12,7 +12,6 @@ the run folder, which resumes with the same command (exit code 1, 130 for Ctrl-C
 
 from __future__ import annotations
 
-import importlib
 import sys
 from pathlib import Path
 
@@ -20,15 +19,12 @@ import hydra
 from omegaconf import DictConfig
 
 from pcbench.config import ConfigError, check_config, register_configs
+from pcbench.data import MissingDataError
 from pcbench.rundir import RunFolderError, record_failure
+from pcbench.runs import execute, load_backend
 
 register_configs()
 CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")  # absolute: main() also works when imported
-
-
-def resolve_entry(spec: str):
-    module, _, fn = spec.partition(":")
-    return getattr(importlib.import_module(module), fn)
 
 
 def fail(kind: str, message: str, code: int = 2):
@@ -110,13 +106,22 @@ def check_sweep(argv: list[str]) -> None:
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
 def main(cfg: DictConfig):
+    return start(cfg)
+
+
+def start(cfg: DictConfig):
+    """One composed run through pcbench.runs.execute, every failure as one line and an exit code."""
     try:
         check_config(cfg)
-        entry = resolve_entry(cfg.backend.entry)
+        backend = load_backend(cfg)
     except ConfigError as e:
         fail("config error", str(e))
     try:
-        return entry(cfg)
+        return execute(cfg, backend)
+    except ConfigError as e:  # the backend's own checks (backend.check), before any file
+        fail("config error", str(e))
+    except MissingDataError as e:
+        fail("data error", str(e))
     except RunFolderError as e:
         fail("run folder", str(e))
     except KeyboardInterrupt:

@@ -5,7 +5,8 @@ signature), so the same command maps to the same folder: an unfinished run resum
 finished one is refused, a different config never merges into it. Every file is written
 so that a crash at any point leaves it readable: metrics are append-only and flushed per
 line, everything else goes to a temp name and is renamed. A failure the run entry catches
-appends its traceback to error.log (`record_failure`) and touches nothing else.
+appends its traceback to error.log (`record_failure`) and touches nothing else. The life of
+a run around this folder (dry run, prepare, train, summary) is pcbench/runs.py.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import hashlib
 import json
 import os
 import tempfile
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,14 +45,67 @@ def identity(cfg: DictConfig) -> dict:
 
 
 def run_id(cfg: DictConfig) -> str:
-    blob = json.dumps(identity(cfg), sort_keys=True, default=str)
+    blob = _canonical(identity(cfg))
     digest = hashlib.sha256(blob.encode()).hexdigest()[:8]
     safe = lambda s: str(s).replace("/", "_").replace(" ", "_")
     return f"{safe(cfg.method.name)}-{safe(cfg.model.name)}-{safe(cfg.data.name)}-s{cfg.seed}-{digest}"
 
 
-def run_folder(cfg: DictConfig) -> Path:
+def run_path(cfg: DictConfig) -> Path:
+    """`<paths.results>/<experiment>/<run_id>`: the one place a run's folder is named."""
     return Path(cfg.paths.results) / str(cfg.experiment) / run_id(cfg)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What preparing cfg's folder does: `new` (create it), `resume` (reopen it), `done` (a Slurm
+    requeue of a finished run: nothing to do) or `refuse` (`reason` says why and what to do)."""
+    path: Path
+    action: str
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Summary:
+    """summary.json: the same keys from every backend (docs/run_folder.md). Written once the
+    metrics reach train.steps (pcbench.runs.finish), from the folder's own files; analysis reads
+    `status` (a folder without a "finished" one is unfinished)."""
+    status: str                       # "finished"
+    run_id: str                       # the folder's name
+    backend: str                      # backend.name
+    method: str                       # method.name
+    seed: int
+    steps: int                        # the last metrics line's step (= train.steps)
+    cumulative_rollouts: int          # the last metrics line's
+    final_val_acc: float | None       # the last evaluation line's val/acc (None: no evaluation)
+    wall_s: float                     # the last line's time/elapsed_s (training time, across resumes)
+    details: dict = field(default_factory=dict)  # the backend's own: embedded warm start, verl platform
+
+
+def plan(cfg: DictConfig) -> Plan:
+    """Read the folder cfg maps to and decide; writes nothing (the dry run prints this)."""
+    path = run_path(cfg)
+    if not (path / "config.yaml").exists():
+        return Plan(path, "new")
+    folder = RunDir(path, resumed=True)
+    if folder.finished():
+        if int(os.environ.get("SLURM_RESTART_COUNT", "0") or 0) > 0:
+            return Plan(path, "done", "a Slurm requeue that raced the run's end")
+        return Plan(path, "refuse", f"{path} is a finished run of this exact config; delete the folder to "
+                                    f"rerun it, or change seed=/experiment= for a new run")
+    stored = OmegaConf.load(path / "config.yaml")
+    if _canonical(identity(stored)) != _canonical(identity(cfg)):
+        return Plan(path, "refuse", f"{path}/config.yaml holds a different config than this command; refusing "
+                                    f"to merge: delete the folder or change experiment=")
+    if cfg.resume == "never":
+        return Plan(path, "refuse", f"{path} exists (unfinished) and resume=never; use resume=auto to continue "
+                                    f"it or delete the folder")
+    rows = folder.read_metrics()
+    return Plan(path, "resume", f"metrics up to step {rows[-1]['step']}" if rows else "no metrics yet")
+
+
+def _canonical(data: dict) -> str:
+    return json.dumps(data, sort_keys=True, default=str)
 
 
 def record_failure(cfg: DictConfig, what: str) -> str:
@@ -65,7 +120,7 @@ def record_failure(cfg: DictConfig, what: str) -> str:
     import traceback
 
     what = (what.strip().splitlines() or ["unknown error"])[0]
-    folder = run_folder(cfg)
+    folder = run_path(cfg)
     entry = f"--- {datetime.datetime.now().isoformat(timespec='seconds')} {what}\n{traceback.format_exc()}\n"
     log = None
     for candidate in ([folder / "error.log"] if folder.is_dir() else []) + \
@@ -120,34 +175,29 @@ class RunDir:
 
     @classmethod
     def prepare(cls, cfg: DictConfig) -> "RunDir":
-        """Create the folder for cfg, or reopen an unfinished one with the same config."""
-        path = run_folder(cfg)
-        config_text = OmegaConf.to_yaml(cfg, resolve=True)
-        if (path / "config.yaml").exists():
-            return cls._reopen(path, cfg)
-        path.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path / "config.yaml", config_text)
-        return cls(path, resumed=False)
+        """Create the folder for cfg, or reopen an unfinished one with the same config (`plan`)."""
+        p = plan(cfg)
+        if p.action == "refuse":
+            raise RunFolderError(p.reason)
+        if p.action == "new":
+            p.path.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(p.path / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
+        return cls(p.path, resumed=p.action != "new")
+
+    def config(self) -> DictConfig:
+        return OmegaConf.load(self.path / "config.yaml")
+
+    def summary(self) -> dict | None:
+        """summary.json as written (folders from before the Summary schema have other keys), or None."""
+        path = self.path / "summary.json"
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
 
     def finished(self) -> bool:
-        summary = self.path / "summary.json"
-        return summary.exists() and json.loads(summary.read_text()).get("status") == "finished"
-
-    @classmethod
-    def _reopen(cls, path: Path, cfg: DictConfig) -> "RunDir":
-        if cls(path, resumed=True).finished() and int(os.environ.get("SLURM_RESTART_COUNT", "0") or 0) > 0:
-            return cls(path, resumed=True)  # a Slurm requeue that raced the run's end: nothing to do
-        if cls(path, resumed=True).finished():
-            raise RunFolderError(f"{path} is a finished run of this exact config; delete the folder to "
-                                 f"rerun it, or change seed=/experiment= for a new run")
-        stored = OmegaConf.load(path / "config.yaml")
-        if json.dumps(identity(stored), sort_keys=True, default=str) != json.dumps(identity(cfg), sort_keys=True, default=str):
-            raise RunFolderError(f"{path}/config.yaml holds a different config than this command; refusing to "
-                                 f"merge: delete the folder or change experiment=")
-        if cfg.resume == "never":
-            raise RunFolderError(f"{path} exists (unfinished) and resume=never; use resume=auto to continue it "
-                                 f"or delete the folder")
-        return cls(path, resumed=True)
+        return (self.summary() or {}).get("status") == "finished"
 
     # -- metrics ----------------------------------------------------------------------------
     def append_metrics(self, row: dict) -> None:
@@ -175,5 +225,5 @@ class RunDir:
         atomic_write_text(self.metrics_path, "".join(json.dumps(r, sort_keys=True, default=float) + "\n" for r in rows))
         return rows
 
-    def write_summary(self, summary: dict) -> None:
-        atomic_write_json(self.path / "summary.json", summary)
+    def write_summary(self, summary: Summary) -> None:
+        atomic_write_json(self.path / "summary.json", asdict(summary))

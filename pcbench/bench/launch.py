@@ -2,9 +2,10 @@
 
 Each job is composed with Hydra's compose API from conf/ exactly as `python -m pcbench.run`
 composes it, checked with `check_config` before anything runs (a bad method config fails
-the whole benchmark up front, in one line), and trained by the backend's own entry point in
-a worker process. Workers are reused across jobs, so the ~10 s of imports (torch,
-transformers, verl) is paid once per worker instead of once per run. Finished folders are
+the whole benchmark up front, in one line), and run through the same lifecycle as
+`python -m pcbench.run` (pcbench.runs.execute) in a worker process. Workers are reused across
+jobs, so the ~10 s of imports (torch, transformers, verl) is paid once per worker instead of
+once per run. Finished folders are
 reused, unfinished ones resume (resume=auto), so an interrupted benchmark continues.
 """
 
@@ -55,11 +56,11 @@ def compose_cfg(overrides):
 def run_folder(job: Job) -> Path:
     """The run folder of a job, after checking its config (ConfigError names the key and fix)."""
     from pcbench.config import check_config
-    from pcbench.rundir import run_id
+    from pcbench.rundir import run_path
 
     cfg = compose_cfg(job.overrides)
     check_config(cfg)
-    return Path(cfg.paths.results) / str(cfg.experiment) / run_id(cfg)
+    return run_path(cfg)
 
 
 def is_finished(folder: Path) -> bool:
@@ -85,12 +86,12 @@ def _work(job: Job, log_path: str) -> dict:
         print(f"$ {job.command()}", flush=True)
         try:
             from pcbench.config import check_config
-            from pcbench.run import resolve_entry
+            from pcbench.runs import execute
 
             cfg = compose_cfg(job.overrides)
             check_config(cfg)
-            resolve_entry(cfg.backend.entry)(cfg)
-        except Exception as e:  # a failed run is a result to report, not a reason to stop the rest
+            execute(cfg)
+        except (Exception, SystemExit) as e:  # a failed run is a result to report, not a reason to stop the rest
             traceback.print_exc()
             status, error = "failed", f"{type(e).__name__}: {e}".splitlines()[0][:300]
     return {"method": job.method, "seed": job.seed, "status": status, "error": error,

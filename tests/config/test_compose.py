@@ -90,7 +90,7 @@ def test_dry_run_prints_the_config_and_writes_nothing(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "pcbench.run", "method=pilot_commit", "dry_run=true",
                            f"paths.results={tmp_path}"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert "n_pilot: 8" in proc.stdout and "# would write" in proc.stdout
+    assert "n_pilot: 8" in proc.stdout and "# run folder: " in proc.stdout and "# on start: create it" in proc.stdout
     assert not (tmp_path / "embedded").exists()
 
 

@@ -7,8 +7,11 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import fields
 
 import pytest
+
+from pcbench.rundir import Summary
 
 TINY = ["model.hidden_size=64", "model.intermediate_size=128", "model.warmstart.stop_tier=null", "model.warmstart.steps=250", "data.train_size=240",
         "data.val_size=16", "data.sft_size=1000", "train.batch_size=4", "train.mini_batch_size=2", "rollout.n=16",
@@ -67,6 +70,9 @@ def test_each_method_writes_a_complete_run_folder(tmp_path, cache, method):
         assert r["alloc/groups"] == 4 and r["alloc/groups_all_correct"] + r["alloc/groups_all_wrong"] <= 4
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["status"] == "finished" and summary["cumulative_rollouts"] == rows[-1]["cumulative_rollouts"]
+    assert set(summary) == {f.name for f in fields(Summary)}  # the verl backend's too (tests/verl/test_run_folder.py)
+    assert (summary["backend"], summary["method"], summary["steps"]) == ("embedded", method, 4)
+    assert summary["final_val_acc"] == evals[-1]["val/acc"] and "histogram" in summary["details"]["warmstart"]
     cfg = (folder / "config.yaml").read_text()
     assert f"name: {method}" in cfg and "seed: 0" in cfg
     again = subprocess.run([sys.executable, "-m", "pcbench.run", *TINY, f"paths.results={tmp_path}",

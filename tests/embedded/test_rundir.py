@@ -5,7 +5,7 @@ import json
 import pytest
 from omegaconf import OmegaConf
 
-from pcbench.rundir import RunDir, RunFolderError, run_id
+from pcbench.rundir import RunDir, RunFolderError, Summary, run_id
 
 
 def cfg(tmp_path, **kw):
@@ -28,7 +28,7 @@ def test_unfinished_resumes_finished_refuses(tmp_path):
     r = RunDir.prepare(c)
     assert not r.resumed and (r.path / "config.yaml").exists()
     assert RunDir.prepare(c).resumed
-    r.write_summary({"status": "finished"})
+    r.write_summary(Summary("finished", r.path.name, "embedded", "grpo", 0, 0, 0, None, 0.0))
     with pytest.raises(RunFolderError, match="finished run"):
         RunDir.prepare(c)
 
@@ -60,3 +60,13 @@ def test_metrics_survive_a_torn_last_line_and_truncate_to_checkpoint(tmp_path):
     assert [row["step"] for row in r.read_metrics()] == [0, 1, 2, 3, 4]
     assert [row["step"] for row in r.truncate_metrics(2)] == [0, 1, 2]
     assert [json.loads(line)["step"] for line in r.metrics_path.read_text().splitlines()] == [0, 1, 2]
+
+
+def test_the_run_folder_doc_lists_every_key_outside_the_identity():
+    from pathlib import Path
+
+    from pcbench.rundir import NON_IDENTITY_KEYS
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "run_folder.md").read_text()
+    intro = doc[:doc.index("## Its life")]
+    assert all(f"`{key}`" in intro for key in NON_IDENTITY_KEYS), "update docs/run_folder.md's identity keys"

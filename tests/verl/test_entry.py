@@ -8,14 +8,16 @@ from pathlib import Path
 
 import pytest
 
+from pcbench import runs
 from pcbench.backends.verl import entry
+from pcbench.run import start
 
 REPO = Path(__file__).resolve().parents[2]
 CMD = ["backend=verl", "model=qwen2.5-math-1.5b", "data=deepmath", "method=pilot_commit"]
 
 
 def test_dry_run_prints_verl_config_and_command_and_writes_nothing(paper_cfg, tmp_path):
-    text = entry.dry_run(paper_cfg("pilot_commit", f"paths.results={tmp_path}", "data.root=/nowhere"))
+    text = runs.dry_run(paper_cfg("pilot_commit", f"paths.results={tmp_path}", "data.root=/nowhere"), entry.run)
     assert "train_batch_size: 128" in text and "trainer_mode: pcbench" in text and "n_pilot: 32" in text
     assert "VERL_USE_EXTERNAL_MODULES=pcbench.backends.verl.trainer" in text
     assert "python -m verl.trainer.main_ppo --config-path" in text and "--config-name verl_config" in text
@@ -27,7 +29,7 @@ def test_dry_run_prints_verl_config_and_command_and_writes_nothing(paper_cfg, tm
 def test_missing_data_fails_in_one_line_before_any_run_folder(paper_cfg, tmp_path, capsys):
     cfg = paper_cfg("grpo", f"paths.results={tmp_path}", f"data.root={tmp_path}/data")
     with pytest.raises(SystemExit) as e:
-        entry.run(cfg)
+        start(cfg)
     err = capsys.readouterr().err.strip()
     assert e.value.code == 2 and len(err.splitlines()) == 1
     assert err.startswith("pcbench: data error: missing data file(s)") and "python -m pcbench.data.prepare deepmath" in err
@@ -38,8 +40,9 @@ def test_embedded_model_on_verl_is_a_config_error(tmp_path, capsys):
     from pcbench.backends.verl.testing import compose_pcbench
 
     with pytest.raises(SystemExit):
-        entry.run(compose_pcbench("backend=verl", "data=deepmath", f"paths.results={tmp_path}"))
-    assert "model=tiny-qwen2 is for backend=embedded" in capsys.readouterr().err
+        start(compose_pcbench("backend=verl", "data=deepmath", f"paths.results={tmp_path}"))
+    err = capsys.readouterr().err  # pcbench.run's checks (check_config) name it before the backend's own
+    assert err.startswith("pcbench: config error: model=tiny-qwen2 runs on backend=embedded")
 
 
 def test_cli_dry_run(tmp_path):

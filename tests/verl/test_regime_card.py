@@ -4,6 +4,7 @@ allocators and ledger, so a GPU user can check whether their data is in PC's reg
 import pandas as pd
 
 from pcbench.bench.__main__ import main as bench_main
+from pcbench.runs import finish
 from tests.verl.test_run_folder import RATES, make_run, train, verl_val_metrics
 
 
@@ -12,7 +13,7 @@ def test_regime_card_of_verl_run_folders(paper_cfg, tmp_path, capsys):
         run, backend, _ = make_run(paper_cfg, tmp_path / "runs", method)
         run.log(0, verl_val_metrics(0.2))
         train(run, backend, 10)
-        run.finish(10, 0.4)
+        finish(run.rundir)
     out = tmp_path / "card"
     assert bench_main(["regime", str(tmp_path / "runs"), "--out", str(out)]) == 0
     table = pd.read_csv(out / "regime.csv")

@@ -3,6 +3,7 @@ embedded run's; the allocation state survives a checkpoint round trip."""
 
 import json
 
+import pytest
 import torch
 
 from pcbench.backends.verl.allocation import AllocationRun, method_config
@@ -11,6 +12,7 @@ from pcbench.backends.verl.metrics import val_row
 from pcbench.backends.verl.rollout import VerlRolloutBackend
 from pcbench.backends.verl.testing import FakeAgentLoopManager, InMemoryKV, ListDataset
 from pcbench.rundir import RunDir
+from pcbench.runs import finish
 
 SMALL = ("train.batch_size=8", "train.mini_batch_size=2", "rollout.n=8")
 RATES = [0.0, 0.25, 0.5, 0.75, 1.0, 0.375, 0.625, 0.125]
@@ -22,8 +24,8 @@ def verl_val_metrics(acc: float) -> dict:
             "val-core/math500/acc/mean@1": acc + 0.1, "val-aux/num_turns/mean": 2.0}
 
 
-def make_run(paper_cfg, tmp_path, method, kv=None):
-    cfg = paper_cfg(method, *SMALL, f"paths.results={tmp_path}")
+def make_run(paper_cfg, tmp_path, method, kv=None, steps=10):
+    cfg = paper_cfg(method, *SMALL, f"train.steps={steps}", f"paths.results={tmp_path}")
     rundir = RunDir.prepare(cfg)
     v = build_verl_config(cfg, run_dir=str(rundir.path))
     kv = kv or InMemoryKV()
@@ -45,10 +47,10 @@ def train(run, backend, steps, start=1):
 
 
 def test_metrics_lines_follow_the_run_folder_contract(paper_cfg, tmp_path):
-    run, backend, rundir = make_run(paper_cfg, tmp_path, "pilot_commit")
+    run, backend, rundir = make_run(paper_cfg, tmp_path, "pilot_commit", steps=5)
     run.log(0, verl_val_metrics(0.2))  # fit()'s validation before training
     train(run, backend, 5)
-    run.finish(5, 0.3)
+    finish(rundir)
     rows = rundir.read_metrics()
     assert [r["step"] for r in rows] == list(range(6))
     assert rows[0]["cumulative_rollouts"] == 0 and abs(rows[0]["val/acc"] - 0.25) < 1e-9
@@ -71,7 +73,7 @@ def test_analysis_speedup_reads_verl_runs(paper_cfg, tmp_path, capsys):
         run, backend, _ = make_run(paper_cfg, tmp_path, method)
         run.log(0, verl_val_metrics(0.2))
         train(run, backend, 10)
-        run.finish(10, 0.4)
+        finish(run.rundir)
     out = tmp_path / "speedups.json"
     assert main([str(tmp_path), "--format", "json", "--out", str(out)]) == 0
     table = json.loads(out.read_text())
@@ -129,3 +131,54 @@ def test_a_run_killed_between_checkpoint_and_metrics_line_gets_the_line_on_resum
     assert rows[2]["train/pg_loss"] == 0.3 and len(batch.keys) == 64
     resumed.load_state_dict(state, 2)  # resuming twice never duplicates the line
     assert [r["step"] for r in rundir.read_metrics()] == [0, 1, 2]
+
+
+def test_the_verl_backend_trains_a_prepared_folder_and_writes_the_embedded_summary_schema(paper_cfg, tmp_path,
+                                                                                           monkeypatch):
+    """`python -m pcbench.run backend=verl ...` through pcbench.runs.execute, with the verl child
+    process replaced by what launch.py + PcbenchTrainer do to the run folder (CPU test doubles)."""
+    from dataclasses import fields
+    from pathlib import Path
+
+    from omegaconf import OmegaConf
+
+    from pcbench import runs
+    from pcbench.backends.verl import entry, slurm_ray
+    from pcbench.rundir import Summary
+
+    monkeypatch.setattr(entry, "make_local_assets", lambda cfg: None)
+    monkeypatch.setattr(entry, "check_data_files", lambda files: None)  # the paper's data is not here
+    monkeypatch.setattr(slurm_ray, "bootstrap", lambda: True)
+    children = []
+
+    def verl_child(cmd, heartbeat, watchdog_s):  # entry.supervise: the child gets the written verl config
+        verl = OmegaConf.load(cmd[-1])
+        children.append((verl.pcbench.resumed, heartbeat.parent == Path(verl.pcbench.run_dir)))
+        rundir = RunDir(Path(verl.pcbench.run_dir), resumed=bool(verl.pcbench.resumed))
+        kv = InMemoryKV()
+        run = AllocationRun(method_config(verl.pcbench.method), 8, 0, 400, kv, rundir)
+        backend = VerlRolloutBackend(ListDataset(400), FakeAgentLoopManager(kv, lambda i: RATES[i % 8]), kv,
+                                     lambda: 0, poll_interval_s=0.0)
+        run.log(0, verl_val_metrics(0.2))
+        train(run, backend, 5)
+        return 0
+
+    monkeypatch.setattr(entry, "supervise", verl_child)
+    cfg = paper_cfg("grpo", *SMALL, "train.steps=5", f"paths.results={tmp_path}")
+    summary = runs.execute(cfg, entry.run)
+    assert children == [(False, True)]
+    folder = tmp_path / "verl" / summary.run_id
+    on_disk = json.loads((folder / "summary.json").read_text())
+    assert set(on_disk) == {f.name for f in fields(Summary)}  # the embedded backend's keys (test_end_to_end.py)
+    assert (on_disk["backend"], on_disk["method"], on_disk["steps"], on_disk["details"]) == \
+        ("verl", "grpo", 5, {"platform": "gpu"})
+    rows = RunDir(folder, resumed=True).read_metrics()
+    assert on_disk["cumulative_rollouts"] == rows[-1]["cumulative_rollouts"] == 5 * 64
+    assert on_disk["final_val_acc"] == rows[5]["val/acc"] and (folder / "verl_config.yaml").exists()
+
+    monkeypatch.setattr(entry, "supervise", lambda *a: 3)  # the watchdog killed a hung child: its exit code
+    with pytest.raises(SystemExit) as e:
+        runs.execute(paper_cfg("grpo", *SMALL, "train.steps=6", f"paths.results={tmp_path}"), entry.run)
+    assert e.value.code == 3
+    (unfinished,) = [p for p in (tmp_path / "verl").iterdir() if p != folder]
+    assert not (unfinished / "summary.json").exists()

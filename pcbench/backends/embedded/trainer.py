@@ -6,9 +6,7 @@ DAPO and Pilot-Commit lives in their allocators.
 
 from __future__ import annotations
 
-import json
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -25,7 +23,8 @@ from pcbench.backends.embedded.tokenizer import CharTokenizer
 from pcbench.backends.embedded.warmstart import load_or_train
 from pcbench.ledger import RolloutLedger
 from pcbench.loggers import MetricsLogger
-from pcbench.rundir import RunDir, run_id
+from pcbench.rundir import RunDir
+from pcbench.runs import Backend, step_row
 from pcbench.stream import PromptStream
 
 
@@ -61,15 +60,16 @@ class EmbeddedRun:
         gen_s, tokens = self.rollouts.seconds, self.rollouts.tokens
         train = self.update(batch)
         post = self.allocator.after_update(self.step, self.ledger)
-        row = {"step": self.step, "epoch": self.stream.epoch, **self.ledger.close_step(), **batch.stats, **post, **train}
+        ledger = self.ledger.close_step()
+        evals = {}
         if self.step % int(self.cfg.train.eval_every) == 0 or self.step == int(self.cfg.train.steps):
-            row.update(evaluate(self.model, self.tok, self.task, self.cfg, self.step))
+            evals = evaluate(self.model, self.tok, self.task, self.cfg, self.step)
         step_s = time.perf_counter() - t0
         self.elapsed += step_s
-        row.update({"time/step_s": step_s, "time/generate_s": gen_s, "time/elapsed_s": self.elapsed,
-                    "perf/gen_tokens_per_s": tokens / gen_s if gen_s > 0 else 0.0})
-        row.update(self.rollouts.reward_stats.snapshot("reward/"))
-        return row
+        extra = {"time/generate_s": gen_s, "perf/gen_tokens_per_s": tokens / gen_s if gen_s > 0 else 0.0,
+                 **self.rollouts.reward_stats.snapshot("reward/")}
+        return step_row(self.step, epoch=self.stream.epoch, elapsed_s=self.elapsed, ledger=ledger,
+                        alloc={**batch.stats, **post}, train=train, step_s=step_s, evals=evals, extra=extra)
 
     def update(self, batch: StepBatch) -> dict:
         """Flatten groups into rows: (N,) scores and group ids, mini-batches of whole groups."""
@@ -89,41 +89,36 @@ class EmbeddedRun:
                           group, mbs, self.cfg.train, int(self.cfg.method.n))
 
 
-def run(cfg) -> dict:
-    """Backend entry (conf/backend/embedded.yaml): train one run into its run folder."""
-    if cfg.dry_run:  # show what would run, touch nothing
-        print(OmegaConf.to_yaml(cfg, resolve=True))
-        print(f"# would write {Path(cfg.paths.results) / str(cfg.experiment) / run_id(cfg)}")
-        return {"status": "dry_run"}
-    rundir = RunDir.prepare(cfg)
-    if rundir.finished():  # only reachable on a Slurm requeue after the run completed
-        tqdm.write(f"{rundir.path} already finished; nothing to do")
-        return json.loads((rundir.path / "summary.json").read_text())
-    logger = MetricsLogger(rundir, cfg)
-    r = EmbeddedRun(cfg, rundir)
-    if rundir.resumed and checkpoint.restore(r):
-        r.log(f"resumed {rundir.path} at step {r.step} ({r.ledger.cumulative:,} rollouts)")
-    else:
-        rundir.truncate_metrics(-1)
-        logger.log({"step": 0, "epoch": 0, "cumulative_rollouts": 0, "time/elapsed_s": 0.0,
-                    **evaluate(r.model, r.tok, r.task, cfg, 0)})
-    steps = int(cfg.train.steps)
-    bar = tqdm(total=steps, initial=r.step, desc=f"{cfg.method.name} s{cfg.seed}", unit="step",
-               disable=not cfg.logging.progress, dynamic_ncols=True)
-    last_val = logger.last_val
-    while r.step < steps:
-        row = r.train_step()
-        logger.log(row)
-        last_val = row.get("val/acc", last_val)
-        bar.set_postfix_str(f"rollouts={r.ledger.cumulative:,} val/acc={last_val:.3f}", refresh=False)
-        bar.update(1)
-        if r.step % int(cfg.train.checkpoint_every) == 0 or r.step == steps:
-            checkpoint.save(r)
-    bar.close()
-    summary = {"status": "finished", "steps": r.step, "cumulative_rollouts": r.ledger.cumulative,
-               "final_val_acc": last_val, "wall_s": round(r.elapsed, 2), "method": str(cfg.method.name),
-               "seed": int(cfg.seed), "warmstart": r.warmstart, "run_dir": str(rundir.path)}
-    rundir.write_summary(summary)
-    logger.close()
-    r.log(f"finished {rundir.path}: val/acc {last_val:.3f} after {r.ledger.cumulative:,} rollouts")
-    return summary
+class EmbeddedBackend(Backend):
+    """`backend.entry` of backend=embedded (conf/backend/embedded.yaml): trains in this process."""
+
+    def describe(self, cfg, path):
+        return ["# resolved config:", OmegaConf.to_yaml(cfg, resolve=True).rstrip()]
+
+    def train(self, cfg, run: RunDir) -> dict:
+        logger = MetricsLogger(run, cfg)
+        r = EmbeddedRun(cfg, run)
+        if run.resumed and checkpoint.restore(r):
+            r.log(f"resumed {run.path} at step {r.step} ({r.ledger.cumulative:,} rollouts)")
+        else:
+            run.truncate_metrics(-1)
+            logger.log(step_row(0, epoch=0, elapsed_s=0.0, evals=evaluate(r.model, r.tok, r.task, cfg, 0)))
+        steps = int(cfg.train.steps)
+        bar = tqdm(total=steps, initial=r.step, desc=f"{cfg.method.name} s{cfg.seed}", unit="step",
+                   disable=not cfg.logging.progress, dynamic_ncols=True)
+        while r.step < steps:
+            row = r.train_step()
+            logger.log(row)
+            bar.set_postfix_str(f"rollouts={r.ledger.cumulative:,} val/acc={logger.last_val:.3f}", refresh=False)
+            bar.update(1)
+            if r.step % int(cfg.train.checkpoint_every) == 0 or r.step == steps:
+                checkpoint.save(r)
+        bar.close()
+        logger.close()
+        r.log(f"finished {run.path}: val/acc {logger.last_val:.3f} after {r.ledger.cumulative:,} rollouts")
+        return {"warmstart": r.warmstart}
+
+
+# `backend.entry` (conf/backend/embedded.yaml) names this object; the entry string is part of every
+# run id (rundir.identity), so it keeps the name it had when it was a function.
+run = EmbeddedBackend()

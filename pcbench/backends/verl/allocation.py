@@ -1,4 +1,4 @@
-"""pcbench's half of a verl run: allocator, prompt stream, rollout ledger, run folder.
+"""pcbench's half of a verl run: allocator, prompt stream, rollout ledger, metrics lines.
 
 The verl trainer (trainer.py) owns the models; this object owns the decisions and the
 counting, and is CPU-testable on its own. Per training step:
@@ -6,7 +6,7 @@ counting, and is CPU-testable on its own. Per training step:
     kv_batch = run.sample(step, backend)      # allocator.next_batch -> KVBatchMeta, one uid per Group
     ... verl: old log-probs, advantages (grouped by uid), actor update ...
     row = run.finish_step(step)               # after_update, ledger.close_step, TransferQueue GC
-    run.log(step, verl_metrics)               # one metrics.jsonl line (docs/run_folder.md)
+    run.log(step, verl_metrics)               # one metrics.jsonl line (pcbench.runs.step_row)
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from pcbench.backends.verl.batch import collect_garbage, held_keys, to_training_
 from pcbench.config import MethodConfig
 from pcbench.ledger import RolloutLedger
 from pcbench.rundir import RunDir
+from pcbench.runs import step_row
 from pcbench.stream import PromptStream
 
 
@@ -42,7 +43,7 @@ class AllocationRun:
         self.live: set[str] = set()  # TransferQueue keys generated and not yet cleared
         self._trained: set[str] = set()
         self._stats: dict[str, float] = {}
-        self._row: dict[str, Any] = {}
+        self._closed: dict[str, Any] = {}  # the last finish_step: its step, epoch, ledger row, alloc/* counters
         self._last_logged = -1
         self._elapsed_before = 0.0  # seconds of earlier sessions (resume)
         self._t0 = time.monotonic()
@@ -66,9 +67,9 @@ class AllocationRun:
         state = self.allocator.state_dict()
         cleared = collect_garbage(self.kv, self.live, self._trained, state)
         self.live = held_keys(state)  # trained rows are cleared by verl's fit loop after logging
-        self._row = {**self.ledger.close_step(), **self._stats, **post, "alloc/tq_cleared": cleared,
-                     "epoch": self.stream.epoch}
-        return dict(self._row)
+        self._closed = {"step": int(step), "epoch": self.stream.epoch, "ledger": self.ledger.close_step(),
+                        "alloc": {**self._stats, **post, "alloc/tq_cleared": cleared}}
+        return {**self._closed["ledger"], **self._closed["alloc"], "epoch": self._closed["epoch"]}
 
     # -- run folder ---------------------------------------------------------------------------------
     def elapsed(self) -> float:
@@ -83,21 +84,20 @@ class AllocationRun:
         self._last_logged = int(step)
         return row
 
-    def row(self, step: int, verl_metrics: dict[str, Any], step_s: float | None = None) -> dict[str, Any]:
-        row: dict[str, Any] = {"step": int(step), "cumulative_rollouts": int(self.ledger.cumulative)}
-        if step > 0:
-            row.update(self._row)
-            row.update(M.train_row(verl_metrics))
-            row["time/step_s"] = float(step_s if step_s is not None else 0.0)
-        row["time/elapsed_s"] = self.elapsed()
-        row.update(M.val_row(verl_metrics))
-        return {k: M.scalar(v) for k, v in row.items()}
+    def closed(self, step: int) -> bool:
+        """Whether finish_step(step) ran, i.e. the step's metrics line can be built."""
+        return self._closed.get("step") == int(step)
 
-    def finish(self, steps: int, last_val_acc: float | None) -> None:
-        if self.rundir is not None:
-            self.rundir.write_summary({"status": "finished", "steps": int(steps),
-                                       "cumulative_rollouts": int(self.ledger.cumulative),
-                                       "final_val_acc": last_val_acc, "wall_s": self.elapsed(), "backend": "verl"})
+    def row(self, step: int, verl_metrics: dict[str, Any], step_s: float | None = None) -> dict[str, Any]:
+        """The step's metrics.jsonl line (pcbench.runs.step_row); step 0: the evaluation before training."""
+        evals = M.val_row(verl_metrics)
+        if step == 0:
+            return step_row(0, epoch=self.stream.epoch, elapsed_s=self.elapsed(), evals=evals)
+        if not self.closed(step):
+            raise RuntimeError(f"metrics line of step {step} asked before finish_step({step})")
+        c = self._closed
+        return step_row(step, epoch=c["epoch"], elapsed_s=self.elapsed(), ledger=c["ledger"], alloc=c["alloc"],
+                        train=M.train_row(verl_metrics), step_s=step_s, evals=evals)
 
     # -- checkpoint -----------------------------------------------------------------------------
     def state_dict(self, row: dict | None = None) -> dict:

@@ -134,6 +134,11 @@ def build_verl_config(cfg: DictConfig, run_dir: str | None, resumed: bool = Fals
     return verl
 
 
+def run_details(verl: DictConfig) -> dict:
+    """The `details` of a verl run's summary.json (pcbench.runs.finish)."""
+    return {"platform": str(verl.pcbench.platform)}
+
+
 def verl_command(config_file: str | Path, verl: DictConfig) -> str:
     """The verl command equivalent to this run: verl's own entry on the written config."""
     p = Path(config_file)

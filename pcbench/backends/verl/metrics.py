@@ -38,7 +38,3 @@ def train_row(metrics: Mapping[str, Any]) -> dict[str, float]:
     if "critic/score/mean" in metrics:
         row["train/score_mean"] = float(metrics["critic/score/mean"])
     return row
-
-
-def scalar(value: Any) -> Any:
-    return value.item() if hasattr(value, "item") else value

@@ -10,7 +10,8 @@ from verl's `PPOTrainerSync`, all at named hooks:
   returns the StepBatch as a KVBatchMeta with one uid per Group; `sample("val")` is verl's.
 - `step` closes the ledger after the update (after_update, rollouts/*, alloc/* into verl's
   metrics) and clears rollouts nobody holds from TransferQueue.
-- `_compute_metrics` / `_validate` also write the pcbench run folder (metrics.jsonl).
+- `_compute_metrics` / `_validate` also write the pcbench run folder (metrics.jsonl); `fit`
+  ends with pcbench's summary (pcbench.runs.finish).
 - checkpoints carry the allocator, stream and ledger (pcbench.pt next to verl's).
 Everything else (log-probs, GRPO advantage, PPO update, weight sync, validation) is verl's.
 """
@@ -27,10 +28,11 @@ from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
 from pcbench.backends.verl.allocation import AllocationRun, method_config
-from pcbench.backends.verl.metrics import val_row
+from pcbench.backends.verl.config import run_details
 from pcbench.backends.verl.rollout import VerlRolloutBackend
 from pcbench.backends.verl.watchdog import Heartbeat
 from pcbench.rundir import RunDir
+from pcbench.runs import finish
 
 STATE_FILE = "pcbench.pt"
 
@@ -102,21 +104,20 @@ class PcbenchTrainer(PPOTrainerSync):
     def _compute_metrics(self, batch, metrics, timing_raw, global_steps, epoch):
         super()._compute_metrics(batch, metrics, timing_raw, global_steps=global_steps, epoch=epoch)
         self.alloc_run.log(global_steps, metrics, step_s=timing_raw.get("step"))
-        if val_row(metrics):
-            self._last_val = val_row(metrics)["val/acc"]
 
     def _validate(self):
         self.heartbeat.beat(f"validate step {self.global_steps}")
         out = super()._validate()
         if self.global_steps == 0:  # fit()'s evaluation before training: the step-0 line
             self.alloc_run.log(0, out)
-            self._last_val = val_row(out).get("val/acc")
         return out
 
     def fit(self, agent_loop_manager):
         super().fit(agent_loop_manager)
-        if self.global_steps > self.total_training_steps:
-            self.alloc_run.finish(self.total_training_steps, getattr(self, "_last_val", None))
+        if self.global_steps > self.total_training_steps and self.alloc_run.rundir is not None:
+            # the entry's lifecycle writes the same summary again; this one is for a run started
+            # with verl's own command (the dry run prints it)
+            finish(self.alloc_run.rundir, run_details(self.config))
         self.heartbeat.beat("shut down Ray and vLLM")
 
     # -- checkpoints ----------------------------------------------------------------------------
@@ -127,8 +128,9 @@ class PcbenchTrainer(PPOTrainerSync):
         # written before verl's tracker file, so a checkpoint verl resumes from always has it
         self.heartbeat.beat(f"checkpoint step {self.global_steps}")
         os.makedirs(self._step_dir(), exist_ok=True)
-        row = self.alloc_run.row(self.global_steps, getattr(self, "_step_metrics", {}))
-        torch.save(self.alloc_run.state_dict(row), os.path.join(self._step_dir(), STATE_FILE))
+        ar = self.alloc_run
+        row = ar.row(self.global_steps, getattr(self, "_step_metrics", {})) if ar.closed(self.global_steps) else None
+        torch.save(ar.state_dict(row), os.path.join(self._step_dir(), STATE_FILE))
         super()._save_checkpoint()
 
     def _load_checkpoint(self):
