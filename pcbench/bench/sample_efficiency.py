@@ -107,7 +107,7 @@ def build_report(jobs: list[Job], aa_jobs: list[Job], folders: dict, results: li
     failures = [r for r in results if r["status"] != "finished"]
     return {"provenance": meta,
             "setup": {"methods": sorted({j.method for j in jobs}, key=[j.method for j in jobs].index),
-                      "seeds": args.seeds, "baseline_seeds": base, "steps": int(cfg.train.steps), "train_batch": int(cfg.train.batch_size),
+                      "seeds": args.seeds, "baseline_seeds": len({j.seed for j in jobs if j.method == "grpo"}), "steps": int(cfg.train.steps), "train_batch": int(cfg.train.batch_size),
                       "n": int(cfg.rollout.n), "model": str(cfg.model.name), "data": str(cfg.data.name),
                       "jobs": args.jobs, "overrides": args.override, "runs_dir": str(args.runs / args.experiment)},
             "target": records[0]["target"] if records else None, "budget": budget,
