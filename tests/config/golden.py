@@ -50,22 +50,36 @@ def job_config(cfg) -> dict:
     return OmegaConf.to_container(OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"]), resolve=True)
 
 
-def snapshot(name: str) -> dict:
-    """What golden/<name>.yaml holds, composed from the current conf/ and sweeps/."""
-    from omegaconf import OmegaConf
-
+def compose_jobs(name: str) -> dict:
+    """{method: composed config} of the sweep's jobs, without the site's Slurm environment."""
     saved = {k: os.environ.pop(k) for k in SITE_ENV if k in os.environ}  # the site's values are not the setup's
     try:
         jobs = {m: compose_sweep(name, f"method={m}") for m in METHODS}
-        hydra = jobs["pilot_commit"].hydra
-        launcher = {k: v for k, v in OmegaConf.to_container(hydra.launcher, resolve=True).items()
-                    if k not in PER_LAUNCH}
-        return {"config": job_config(jobs["pilot_commit"]),
-                "methods": {m: job_config(jobs[m])["method"] for m in METHODS if m != "pilot_commit"},
-                "launcher": launcher,
-                "sweeper": OmegaConf.to_container(hydra.sweeper.params, resolve=True)}
+        for cfg in jobs.values():  # resolve the launcher's ${oc.env:...} while the variables are unset
+            cfg.hydra.launcher = launcher_settings(cfg.hydra.launcher)
+        return jobs
     finally:
         os.environ.update(saved)
+
+
+def launcher_settings(node):
+    """The resolved launcher, less the keys Hydra fills per launch."""
+    from omegaconf import OmegaConf
+
+    return OmegaConf.create({k: v for k, v in OmegaConf.to_container(node, resolve=True).items()
+                             if k not in PER_LAUNCH})
+
+
+def snapshot(name: str, jobs: dict | None = None) -> dict:
+    """What golden/<name>.yaml holds, composed from the current conf/ and sweeps/."""
+    from omegaconf import OmegaConf
+
+    jobs = jobs or compose_jobs(name)
+    hydra = jobs["pilot_commit"].hydra
+    return {"config": job_config(jobs["pilot_commit"]),
+            "methods": {m: job_config(jobs[m])["method"] for m in METHODS if m != "pilot_commit"},
+            "launcher": OmegaConf.to_container(hydra.launcher),
+            "sweeper": OmegaConf.to_container(hydra.sweeper.params, resolve=True)}
 
 
 def differences(a, b, prefix: str = "") -> list[str]:
