@@ -26,7 +26,8 @@ def tracked_text_files() -> list[Path]:
 
 
 def test_slug_matches_github():
-    assert slug("Target accuracy and rollouts-to-target") == "target-accuracy-and-rollouts-to-target"
+    assert slug("Rollouts to target") == "rollouts-to-target"
+    assert slug("Staleness and eviction") == "staleness-and-eviction"
     assert slug("DAPO dynamic sampling") == "dapo-dynamic-sampling"
 
 
