@@ -158,3 +158,19 @@ def test_every_other_sweep_job_passes_the_rules(name):
     assert {"grpo", "dapo", "pilot_commit"} <= set(methods)
     for method in methods:
         check_config(job_of(golden.compose_sweep(name, f"method={method}")))
+
+
+LAUNCH_FILES = [f"+cluster={p.stem}" for p in sorted((CONF / "cluster").glob("*.yaml"))] + \
+               [f"hydra/launcher={p.stem}" for p in sorted((CONF / "hydra" / "launcher").glob("*.yaml"))]
+
+
+@pytest.mark.parametrize("override", LAUNCH_FILES)
+def test_every_cluster_and_launcher_file_composes(override):
+    """Launch settings resolve (slurm_verl's nodes come from the model's layout) and change no job setting."""
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=["exp=qwen3_4b_polaris", override], return_hydra_config=True)
+    launcher = OmegaConf.to_container(cfg.hydra.launcher, resolve=False)
+    assert launcher["_target_"].startswith("hydra_plugins.hydra_submitit_launcher")
+    if override == "hydra/launcher=slurm_verl":
+        assert (cfg.hydra.launcher.nodes, cfg.hydra.launcher.gpus_per_node) == (4, 8)
+    assert resolved(job_of(cfg)) == resolved(cfg_of("exp=qwen3_4b_polaris"))
