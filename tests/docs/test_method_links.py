@@ -36,3 +36,10 @@ def test_every_cited_section_exists():
     broken = [f"{p.relative_to(REPO)}: #{a}" for p in tracked_text_files() if p.exists()
               for a in CITE.findall(p.read_text(errors="replace")) if a not in known]
     assert not broken, f"sections missing from docs/method.md (has {sorted(known)}): {broken}"
+
+
+def test_nothing_cites_the_paper_summary_outside_the_repository():
+    """PAPER.md is not part of the repository: cite docs/method.md#<section> (results/ are generated records)."""
+    stale = [str(p.relative_to(REPO)) for p in tracked_text_files() if p.exists() and p != Path(__file__)
+             and not p.relative_to(REPO).parts[0] == "results" and "PAPER" + ".md" in p.read_text(errors="replace")]
+    assert not stale, f"cite docs/method.md#<section> instead of the paper summary in: {stale}"
