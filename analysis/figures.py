@@ -6,7 +6,7 @@
 Figures (one panel per (model, data) group unless said otherwise, a group being one setup: see analysis/runs.py;
  mean over seeds, band = min..max):
 - fig1_acc_vs_rollouts: average val accuracy (%) vs cumulative rollouts, dashed target line,
-  a dot where each method's seed-mean curve first reaches the target (PAPER.md Figure 1).
+  a dot where each method's seed-mean curve first reaches the target (docs/method.md#results, Figure 1).
 - per_set_acc: the same per validation set (`val/<set>/acc`), one panel per (group, set).
 - rollouts_by_kind: rollouts per training step stacked by kind (pilot, commit, plain), with the
   discarded part hatched over them; one panel per (group, method).

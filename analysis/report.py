@@ -15,7 +15,7 @@ UNFINISHED_MARK = "*"
 
 
 def fmt_rollouts(value) -> str:
-    """Rollout counts as PAPER.md writes them: 10.6M from 1e6 up, 123.4K from 1e3 up, else raw."""
+    """Rollout counts as docs/method.md#results writes them: 10.6M from 1e6 up, 123.4K from 1e3 up, else raw."""
     if value is None:
         return NA
     if abs(value) >= 1e6:

@@ -1,6 +1,6 @@
 """Rollouts-to-target scoring with censoring and seeded bootstrap intervals (pure functions).
 
-Definitions (PAPER.md "Definitions as the figures imply them"):
+Definitions (docs/method.md#rollouts-to-target):
 - target accuracy of a (model, data) group: the best, over evaluation steps, of the baseline's
   (GRPO's) `val/acc` averaged over its seeds at that step. Only steps that every baseline seed
   evaluated are averaged, so a short seed cannot make the mean of fewer seeds the target.

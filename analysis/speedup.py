@@ -6,7 +6,7 @@ rollouts at the first evaluation at or above it ("did not reach" when the median
 a seeded 95% bootstrap interval over seeds, speedups vs GRPO and vs DAPO, final accuracy and
 final cumulative rollouts. Definitions: analysis/scoring.py; run folders: docs/run_folder.md.
 
-    python analysis/speedup.py results/                      # markdown, like PAPER.md's table
+    python analysis/speedup.py results/                      # markdown, like the paper's table (docs/method.md#results)
     python analysis/speedup.py results/ --format json --out speedups.json
     python analysis/speedup.py results/a results/b --target 0.473 --seed 1
     python analysis/speedup.py results/ --where data.train_size=1000    # one setup of several

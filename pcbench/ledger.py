@@ -33,7 +33,7 @@ class RolloutLedger:
     _trained: int = 0
     _sampled: Counter = field(default_factory=Counter)  # this step: (kind, "groups"|"all_correct"|...)
     # prompts ever sampled all-wrong, and those of them later sampled with a correct rollout: a p=0
-    # draw is "not yet reachable", not proof of p=0 (PAPER.md); PC's deferred pilots are these
+    # draw is "not yet reachable", not proof of p=0 (docs/method.md#deferral); PC's deferred pilots are these
     zero_seen: set = field(default_factory=set)
     zero_solved: set = field(default_factory=set)
 

@@ -1,6 +1,6 @@
 """Pilot-Commit (PC): pilot many candidates cheaply, commit the rest of n where it counts.
 
-Per sampling round (see PAPER.md): commits for up to (train_batch - filled) buffered
+Per sampling round (see docs/method.md#pilot-commit): commits for up to (train_batch - filled) buffered
 prompts and pilots for gen_batch_size fresh candidates go into ONE generation call. A
 pilot's mean acc p is triaged: lower <= p <= 1 - upper is kept (buffer), p above the band
 is too easy (p >= 1 is also evicted for good at the epoch's end), p below is too hard

@@ -7,7 +7,7 @@
 
 `sample_efficiency` trains every (method, seed) into its own run folder (the same folder
 `python -m pcbench.run <the same overrides>` would use, so reruns resume or reuse it), then
-scores them with `analysis` (rollouts-to-target as PAPER.md defines it, bootstrap intervals,
+scores them with `analysis` (rollouts-to-target as docs/method.md#rollouts-to-target defines it, bootstrap intervals,
 speedups vs GRPO / DAPO, ratio to the oracle) and measures wall-clock per step and per
 rollout. `throughput` times the embedded KV-cache sampler against transformers' own
 `generate` on the same model and batch. Both write <name>.md + <name>.json with the commit.

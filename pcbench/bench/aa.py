@@ -1,7 +1,7 @@
 """Targets, the A/A noise floor, and the raw curves of a benchmark.
 
 Two targets are scored, both from GRPO's seed-mean val/acc on the main seeds:
-- `paper`: the best over the whole horizon (PAPER.md). When GRPO is still improving at the
+- `paper`: the best over the whole horizon (docs/method.md#rollouts-to-target). When GRPO is still improving at the
   horizon its best is its last evaluation, and about half of GRPO's own seeds end below it:
   they are censored by construction, not because they are slow.
 - `reference`: the best over the first REF_FRACTION of the steps (the reference budget);

@@ -142,7 +142,7 @@ def sample_efficiency_md(report: dict) -> str:
            + f", {s['steps']} steps, train batch "
            f"{s['train_batch']} prompts x n={s['n']}, model {s['model']}, data {s['data']}, {s['jobs']} parallel "
            f"run(s) with 1 torch thread each; overrides {s['overrides'] or 'none (config defaults)'}.", "",
-           "Target (PAPER.md): the best seed-averaged val/acc GRPO reaches = "
+           "Target (docs/method.md#rollouts-to-target): the best seed-averaged val/acc GRPO reaches = "
            + (NA if target is None else f"{100 * target:.1f}%")
            + ". Rollouts to target: cumulative rollouts (every generated rollout, discarded ones included) at a "
            "run's first evaluation at or above it; median over seeds, 'did not reach' when censored. 95% CIs: "

@@ -27,7 +27,7 @@ def _finite(x):
 
 def rollouts_records(runs: pd.DataFrame, metrics: pd.DataFrame, seed: int, n_boot: int, target: float | None = None):
     """-> (records of analysis.scoring.score + ratio_to_oracle fields, per-run table, warnings).
-    target: None for GRPO's best (PAPER.md), or a fixed val/acc fraction."""
+    target: None for GRPO's best (docs/method.md#rollouts-to-target), or a fixed val/acc fraction."""
     records, warnings = score(runs, metrics, target=target, baseline="grpo", seed=seed, n_boot=n_boot)
     targets = resolve_targets(metrics, target, "grpo")
     table = per_run_table(metrics, targets, runs)

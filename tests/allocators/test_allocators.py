@@ -1,4 +1,4 @@
-"""Each allocation rule of PAPER.md, checked against a backend with known per-prompt success."""
+"""Each allocation rule of docs/method.md#the-three-methods, checked against a backend with known per-prompt success."""
 
 import itertools
 

@@ -68,7 +68,14 @@ def schemas() -> dict[str, list[str]]:
         "data=synthetic": yaml_keys(conf / "data/synthetic.yaml", "data"),
         "verl models (model/*.yaml)": verl_models,
         "verl data (data/*.yaml)": verl_data,
+        "experiments (exp/*.yaml)": sorted({k for p in conf.glob("exp/*.yaml") for k in exp_keys(p)}),
     }
+
+
+def exp_keys(path: Path) -> list[str]:
+    """Keys an experiment file sets (`# @package _global_`: dotted from the root), less its defaults."""
+    data = {k: v for k, v in (yaml.safe_load(path.read_text()) or {}).items() if k != "defaults"}
+    return _leaves(data, "")
 
 
 def coverage(tested: set[str]) -> dict[str, tuple[list[str], list[str], list[str]]]:

@@ -1,6 +1,6 @@
 """The verl trainer's allocation step on CPU, at the paper's 1.5B settings (128 prompts, n = 128,
 384 candidates, Pilot-Commit 32 + 96), against a fake agent loop writing verl-shaped
-trajectories: per-prompt n, one uid per trained group, ledger counts = PAPER.md's formulas."""
+trajectories: per-prompt n, one uid per trained group, ledger counts = docs/method.md#cost-per-step."""
 
 import pytest
 

@@ -1,5 +1,5 @@
 """backend=verl configs: every model x data x method composes, passes pcbench's checks and verl's own
-schema (validate_config and the dataclass conversions verl applies), and maps PAPER.md's setup."""
+schema (validate_config and the dataclass conversions verl applies), and maps docs/method.md#shared-training-setup."""
 
 from pathlib import Path
 
@@ -80,7 +80,7 @@ def test_paper_setup_lands_in_verl_keys(paper_cfg):
     assert v.actor_rollout_ref.model.path == "Qwen/Qwen2.5-Math-1.5B"  # a hub id stays a hub id
     m = v.pcbench.method
     assert (m.n_pilot, m.n_commit, m.gen_batch_size) == (32, 96, 384)
-    # PAPER.md's steady-state cost per step, from the composed settings
+    # the steady-state cost per step (docs/method.md#cost-per-step), from the composed settings
     assert m.gen_batch_size * m.n_pilot + v.data.train_batch_size * m.n_commit == 24_576
 
 

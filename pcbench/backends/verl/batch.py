@@ -5,7 +5,7 @@ trajectories by their `uid` FIELD, while keys keep the uid they were generated u
 Pilot-Commit group is two verl prompt groups (pilot from an earlier round or step, commit
 from this one), so before training every trajectory of a `Group` gets the group's uid
 written into its `uid` field: one GRPO group of n_pilot + n_commit rollouts, mean/std over
-all of them, exactly PAPER.md's rule 5. Keys (and so verl's per-session bookkeeping) are
+all of them, exactly the paper's rule (docs/method.md#commit). Keys (and so verl's per-session bookkeeping) are
 untouched.
 """
 

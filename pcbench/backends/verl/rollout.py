@@ -1,6 +1,6 @@
 """pcbench `Request`s -> verl agent-loop generation; verl trajectories -> pcbench `Rollouts`.
 
-One `generate(requests)` is one generation call of the allocator (PAPER.md: a round's
+One `generate(requests)` is one generation call of the allocator (docs/method.md#commit: a round's
 commits and pilots together). Each request becomes one verl prompt group with a fresh uid
 and its own rollout count (`__rollout_n__`, read by verl's `AgentLoopWorkerTQ._run_prompt`),
 all submitted in ONE `agent_loop_manager.generate_sequences` call while the vLLM replicas
