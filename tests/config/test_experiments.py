@@ -74,7 +74,7 @@ def test_embedded_sweep_is_the_defaults_in_its_own_folder():
 def test_sample_efficiency_exp_writes_where_the_benchmark_scores():
     from pcbench.bench import sample_efficiency
     from pcbench.bench.launch import Job, run_folder
-    from pcbench.rundir import run_folder as folder_of
+    from pcbench.rundir import run_path as folder_of
 
     import argparse
 
