@@ -52,27 +52,7 @@ def load_or_train(cfg, task: SyntheticTask, tok: CharTokenizer, log=print):
                      if ws.get("stop_tier") else "")
             log(f"warm start: training {num_parameters(model):,}-parameter model for up to "
                 f"{ws.steps} SFT steps{until} (cached as {weights})")
-            t0 = time.perf_counter()
-            # One thread, whatever train.threads says: the default warm start sits on a sharp
-            # transition (add33 16% -> 73% between SFT steps 2,200 and 2,300), and float sums
-            # differ with the thread count; trained at torch's default 2 threads it came out
-            # with p=1 on 73% of prompts and DAPO could not fill a batch.
-            threads = torch.get_num_threads()
-            torch.set_num_threads(1)
-            try:
-                probe = competence_probe(model, task, tok, cfg)
-                sft_steps = sft(model, task, tok, cfg.model.warmstart, probe)
-                report = pass_rate_report(model, task, tok, cfg)
-                report["sft_steps"] = sft_steps
-                if probe is not None:
-                    report["stop"] = probe.record
-                    if probe.record["reached_at"] is None:
-                        log(f"warning: warm start: {probe.tier} never passed at {probe.rate:.0%} within "
-                            f"{sft_steps} SFT steps (last probe {probe.record['trace'][-1:]}); raise "
-                            f"model.warmstart.steps or lower model.warmstart.stop_pass_rate")
-            finally:
-                torch.set_num_threads(threads)
-            report["sft_seconds"] = round(time.perf_counter() - t0, 1)
+            report = train_warm_start(model, task, tok, cfg, log)
             tmp = weights.with_suffix(".pt.tmp")
             torch.save(model.state_dict(), tmp)
             os.replace(tmp, weights)
@@ -82,6 +62,31 @@ def load_or_train(cfg, task: SyntheticTask, tok: CharTokenizer, log=print):
     log(f"warm start ({report.get('sft_steps', '?')} SFT steps) pass-rate histogram over training prompts: "
         + ", ".join(f"{k} {v:.0%}" for k, v in report["histogram"].items()))
     return model, report
+
+
+def train_warm_start(model, task: SyntheticTask, tok: CharTokenizer, cfg, log=print) -> dict:
+    """SFT `model` in place (up to the competence stop); -> its pass-rate report."""
+    t0 = time.perf_counter()
+    # One thread, whatever train.threads says: float sums differ with the thread count, and
+    # near add33's transition that moved a fixed-step warm start from p=1 on 7% of prompts to
+    # 73% (the competence stop makes this matter less; one thread keeps it bit-reproducible).
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        probe = competence_probe(model, task, tok, cfg)
+        sft_steps = sft(model, task, tok, cfg.model.warmstart, probe)
+        report = pass_rate_report(model, task, tok, cfg)
+    finally:
+        torch.set_num_threads(threads)
+    report["sft_steps"] = sft_steps
+    if probe is not None:
+        report["stop"] = probe.record
+        if probe.record["reached_at"] is None:
+            log(f"warning: warm start: {probe.tier} never passed at {probe.rate:.0%} within "
+                f"{sft_steps} SFT steps (last probe {probe.record['trace'][-1:]}); raise "
+                f"model.warmstart.steps or lower model.warmstart.stop_pass_rate")
+    report["sft_seconds"] = round(time.perf_counter() - t0, 1)
+    return report
 
 
 def sft(model, task: SyntheticTask, tok: CharTokenizer, ws, probe=None) -> int:
