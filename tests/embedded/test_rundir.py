@@ -70,3 +70,20 @@ def test_the_run_folder_doc_lists_every_key_outside_the_identity():
     doc = (Path(__file__).resolve().parents[2] / "docs" / "run_folder.md").read_text()
     intro = doc[:doc.index("## Its life")]
     assert all(f"`{key}`" in intro for key in NON_IDENTITY_KEYS), "update docs/run_folder.md's identity keys"
+
+
+def test_atomic_writes_are_readable_by_others_as_open_would_make_them(tmp_path):
+    """Run folders and the bench's reports are shared and committed: mkstemp's 0600 must not stick."""
+    import os
+    import stat
+
+    from pcbench.rundir import atomic_write_json, atomic_write_text
+
+    old = os.umask(0o022)
+    try:
+        atomic_write_text(tmp_path / "a.md", "x\n")
+        atomic_write_json(tmp_path / "b.json", {"a": 1})
+    finally:
+        os.umask(old)
+    for name in ("a.md", "b.json"):
+        assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o644
