@@ -69,9 +69,25 @@ def is_finished(folder: Path) -> bool:
     return RunDir(folder, resumed=True).finished()
 
 
+def _die_with_parent() -> None:
+    """Linux: the kernel sends this worker SIGTERM when the bench process exits, however it
+    exits. Without it a `kill` of the bench left both workers training as orphans."""
+    import ctypes
+    import signal
+    import sys
+
+    if sys.platform.startswith("linux"):
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM))
+        if os.getppid() == 1:  # the parent died before prctl took effect
+            os._exit(1)
+
+
 def _warm_imports() -> None:
-    """Worker initializer: pay the one-time imports (verl's core_algos is imported lazily at the
-    first update, ~4 s) before any run, so no run's first step is timed with them."""
+    """Worker initializer: die with the bench, and pay the one-time imports (verl's core_algos
+    is imported lazily at the first update, ~4 s) before any run, so no run's first step is
+    timed with them."""
+    _die_with_parent()
     from pcbench import rl
     from pcbench.backends.embedded import trainer  # noqa: F401
 

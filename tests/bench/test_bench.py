@@ -95,3 +95,36 @@ def test_throughput_compares_both_samplers(tmp_path, cache):
     assert all(r["tokens_per_s"] > 0 and 0 < r["mean_length"] <= 8 for r in rows)
     assert all(r["same_tokens"] == 1.0 for r in rows)  # seeded alike, below the 512-row chunk: identical
     assert "| 32 | embedded sample |" in (tmp_path / "throughput.md").read_text()
+
+
+def test_killing_the_bench_stops_its_workers(tmp_path, cache):
+    """`kill <bench pid>` (SIGTERM to the parent only, as a scheduler or a user does) must not
+    leave its workers training as orphans."""
+    import os
+    import signal
+    import time
+
+    import psutil
+
+    overrides = [x for o in TINY + [f"paths.cache={cache}"] for x in ("-o", o)]
+    cmd = [sys.executable, "-m", "pcbench.bench", "sample_efficiency", *overrides, "--seeds", "1", "--aa-seeds", "0",
+           "--methods", "grpo,dapo", "--steps", "500", "--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "out")]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    workers = []
+    try:
+        deadline = time.time() + 240
+        while time.time() < deadline and len(workers) < 2:
+            time.sleep(1)
+            workers = psutil.Process(proc.pid).children()
+        assert len(workers) >= 2, "the bench did not start its workers"
+        time.sleep(3)
+        os.kill(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+        gone, alive = psutil.wait_procs(workers, timeout=30)
+        assert not alive, f"orphaned workers still running: {[p.pid for p in alive]}"
+    finally:  # a failed run of this test must not leave them either
+        for p in workers + psutil.Process().children(recursive=True):
+            try:
+                p.kill()
+            except psutil.NoSuchProcess:
+                pass
