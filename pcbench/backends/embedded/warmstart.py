@@ -124,21 +124,14 @@ class CompetenceProbe:
     """
 
     def __init__(self, model, probs, tok, cfg, tier: str, rate: float, n: int = 8):
-        from pcbench.backends.embedded.generation import EmbeddedRollouts
-        self.model, self.probs, self.tier, self.rate, self.n = model, probs, tier, rate, n
-        self.gen = lambda seed: EmbeddedRollouts(
-            model, tok, {p.pid: p for p in probs}, max_new_tokens=int(cfg.data.max_response_tokens),
-            temperature=float(cfg.train.temperature), top_p=float(cfg.train.top_p),
-            generator=torch.Generator().manual_seed(seed))
+        self.model, self.probs, self.tok, self.cfg = model, probs, tok, cfg
+        self.tier, self.rate, self.n = tier, rate, n
         self.record: dict = {"tier": tier, "pass_rate": rate, "reached_at": None, "trace": []}
 
-    @torch.no_grad()
     def __call__(self, step: int) -> bool:
-        from pcbench.allocators.base import Request
         self.model.eval()
-        outs = self.gen(step).generate([Request(p.pid, self.n, "plain") for p in self.probs])
+        acc = float(pass_rates(self.model, self.tok, self.probs, self.cfg, self.n, seed=step).mean())
         self.model.train()
-        acc = float(np.mean([float(r.acc.mean()) for r in outs]))
         self.record["trace"].append([step, round(acc, 4)])
         if acc >= self.rate:
             self.record["reached_at"] = step
@@ -158,17 +151,24 @@ def competence_probe(model, task: SyntheticTask, tok: CharTokenizer, cfg) -> Com
 
 
 @torch.no_grad()
-def pass_rate_report(model, task: SyntheticTask, tok: CharTokenizer, cfg, n_prompts: int = 256) -> dict:
-    """Per-prompt pass rate over a sample of RL training prompts, n rollouts each, at rollout settings."""
+def pass_rates(model, tok: CharTokenizer, probs, cfg, n: int, seed: int) -> np.ndarray:
+    """(len(probs),) fraction of n rollouts per prompt that the verifier accepts, sampled at the
+    RL settings (train.temperature / top_p) from a generator seeded with `seed`."""
     from pcbench.allocators.base import Request
     from pcbench.backends.embedded.generation import EmbeddedRollouts
 
-    probs = task.train[:n_prompts]
     gen = EmbeddedRollouts(model, tok, {p.pid: p for p in probs}, max_new_tokens=int(cfg.data.max_response_tokens),
                            temperature=float(cfg.train.temperature), top_p=float(cfg.train.top_p),
-                           generator=torch.Generator().manual_seed(0))
+                           generator=torch.Generator().manual_seed(seed))
+    return np.array([float(r.acc.mean()) for r in gen.generate([Request(p.pid, n, "plain") for p in probs])])
+
+
+@torch.no_grad()
+def pass_rate_report(model, task: SyntheticTask, tok: CharTokenizer, cfg, n_prompts: int = 256) -> dict:
+    """Per-prompt pass rate over a sample of RL training prompts, n rollouts each, at rollout settings."""
+    probs = task.train[:n_prompts]
     n = int(cfg.rollout.n)
-    rates = np.array([float(r.acc.mean()) for r in gen.generate([Request(p.pid, n, "plain") for p in probs])])
+    rates = pass_rates(model, tok, probs, cfg, n, seed=0)
     counts = np.histogram(rates, bins=HIST_EDGES)[0]
     tiers = sorted({p.tier for p in probs})
     return {"n_prompts": len(probs), "n_rollouts": n,
