@@ -79,7 +79,8 @@ def _die_with_parent() -> None:
     if sys.platform.startswith("linux"):
         PR_SET_PDEATHSIG = 1
         ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM))
-        if os.getppid() == 1:  # the parent died before prctl took effect
+        parent = multiprocessing.parent_process()
+        if parent is not None and os.getppid() != parent.pid:  # it died before prctl took effect
             os._exit(1)
 
 
