@@ -16,7 +16,7 @@ import pandas as pd
 from pcbench.ledger import PASS_BINS
 
 COLORS = {"all_correct": "#4daf4a", "all_wrong": "#e41a1c", "mixed": "#377eb8"}
-SMOOTH = 5  # steps: a batch of 8 groups moves a share in steps of 12.5%, so shares are pooled over 5 steps
+SMOOTH = 5  # steps: a batch of 16 groups moves a share in steps of 6.25%, so shares are pooled over 5 steps
 
 
 def _shares(rows: pd.DataFrame, total: str, right: str, wrong: str) -> pd.DataFrame:
