@@ -68,7 +68,14 @@ def _acc_panel(ax, panel: pd.DataFrame, colors: dict, xlabel: str) -> None:
                 va="top", fontsize=8, color="grey")
     ax.set_xlabel(f"{xlabel}{unit_suffix(unit)}")
     ax.set_ylabel("average val accuracy (%)")
-    ax.legend(handles=handles, loc="best", fontsize=8)
+    if len(handles) > 6:  # a benchmark's nine methods: beside the panel, not over the curves
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
+        if not getattr(ax.figure, "_pcb_widened", False):  # the axes keep their width
+            w, h = ax.figure.get_size_inches()
+            ax.figure.set_size_inches(w * 1.6, h)
+            ax.figure._pcb_widened = True
+    else:
+        ax.legend(handles=handles, loc="best", fontsize=8)
 
 
 def draw_acc_vs_rollouts(table: pd.DataFrame, colors: dict):

@@ -47,8 +47,8 @@ def save_figure(fig, table: pd.DataFrame, out_dir: Path, stem: str) -> list[Path
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = [out_dir / f"{stem}.{ext}" for ext in ("pdf", "png", "csv")]
-    fig.savefig(paths[0])
-    fig.savefig(paths[1], dpi=DPI)
+    fig.savefig(paths[0], bbox_inches="tight")  # keeps a legend placed beside the axes
+    fig.savefig(paths[1], dpi=DPI, bbox_inches="tight")
     table.to_csv(paths[2], index=False)
     plt.close(fig)
     return paths
