@@ -32,10 +32,3 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture
 def repo_root() -> Path:
     return REPO
-
-
-@pytest.fixture(scope="session")
-def warm_start_cache(tmp_path_factory) -> Path:
-    """One warm-start cache (paths.cache) per test session: the default warm start takes about
-    3 minutes on 2 cores, so its test and the Slurm trainer tests that start from it train it once."""
-    return tmp_path_factory.mktemp("warm-start-cache")

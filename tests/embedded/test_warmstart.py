@@ -41,12 +41,12 @@ def test_without_a_stop_tier_every_step_is_taken(tmp_path):
     assert report["sft_steps"] == 30 and "stop" not in report
 
 
-def test_default_warm_start_gives_all_three_kinds_of_prompt(warm_start_cache):
+def test_default_warm_start_gives_all_three_kinds_of_prompt(tmp_path):
     """The README's main job: add22 solved, add33 half, add44 never; so GRPO's groups include
     all-correct ones (eviction matters), all-wrong ones (deferral matters) and mixed ones.
     Before the competence stop, a thread-count change moved this warm start past add33's
     transition (p=1 on 73% of prompts) and DAPO failed at step 2."""
-    report = warm_start(warm_start_cache)
+    report = warm_start(tmp_path)
     assert report["stop"]["reached_at"] is not None, report["stop"]["trace"][-3:]
     tiers, hist = report["per_tier"], report["histogram"]
     assert tiers["add22"] >= 0.7 and 0.25 <= tiers["add33"] <= 0.6 and tiers["add44"] <= 0.01, tiers

@@ -33,9 +33,10 @@ def trainer_available():
         pytest.skip("pcbench/run.py does not exist yet")
 
 
-def test_embedded_sweep_runs_as_job_array(slurm_cluster, trainer_available, tmp_path, warm_start_cache):
+def test_embedded_sweep_runs_as_job_array(slurm_cluster, trainer_available, tmp_path):
     results = tmp_path / "results"
-    cache = warm_start_cache  # the default warm start, trained once per session
+    # the warm-start cache is keyed by model+data config: keep it with the cluster, across sessions
+    cache = slurm_cluster.dir / "pcbench-cache"
     cmd = [sys.executable, "-m", "pcbench.run", "-m", "+cluster=debug_ci",
            f"method={','.join(METHODS)}", *TINY, f"paths.results={results}", f"paths.cache={cache}"]
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -83,8 +84,7 @@ def _steps(run: Path) -> list[int]:
     return out
 
 
-def test_requeued_trainer_job_resumes_from_its_checkpoint(needs_accounting, trainer_available, tmp_path,
-                                                         warm_start_cache):
+def test_requeued_trainer_job_resumes_from_its_checkpoint(needs_accounting, trainer_available, tmp_path):
     """`scontrol requeue` of a running pcbench.run job: submitit reruns it from scratch (no
     checkpoint() on an external requeue), the rerun finds the same run folder (same config ->
     same run_id) and resumes from checkpoint/: every step exactly once, one summary."""
@@ -92,7 +92,7 @@ def test_requeued_trainer_job_resumes_from_its_checkpoint(needs_accounting, trai
 
     STEPS = 80
     results = tmp_path / "results"
-    cache = warm_start_cache
+    cache = needs_accounting.dir / "pcbench-cache"
     cmd = [sys.executable, "-m", "pcbench.run", "-m", "+cluster=debug_ci", "method=grpo",
            *[o for o in TINY if not o.startswith(("train.steps", "train.eval_every"))],
            # ~6 steps/s: long enough that the first attempt, which ignores SIGTERM and runs on
