@@ -46,7 +46,7 @@ def _curve(ax, rows: pd.DataFrame, color: str, text: str) -> None:
         ax.fill_between(rows["x"], rows["y_low"], rows["y_high"], color=color, alpha=0.15, lw=0)
 
 
-def _acc_panel(ax, panel: pd.DataFrame, colors: dict, xlabel: str) -> None:
+def _acc_panel(ax, panel: pd.DataFrame, colors: dict, xlabel: str) -> bool:
     unit = panel["x_unit"].iloc[0]
     has_target = (panel["series"] == "target").any()
     for method in method_order(panel.loc[panel["series"] == "curve", "method"]):
@@ -68,23 +68,25 @@ def _acc_panel(ax, panel: pd.DataFrame, colors: dict, xlabel: str) -> None:
                 va="top", fontsize=8, color="grey")
     ax.set_xlabel(f"{xlabel}{unit_suffix(unit)}")
     ax.set_ylabel("average val accuracy (%)")
-    if len(handles) > 6:  # a benchmark's nine methods: beside the panel, not over the curves
+    beside = len(handles) > 6  # a benchmark's nine methods: beside the panel, not over the curves
+    if beside:
         ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
-        if not getattr(ax.figure, "_pcb_widened", False):  # the axes keep their width
-            w, h = ax.figure.get_size_inches()
-            ax.figure.set_size_inches(w * 1.6, h)
-            ax.figure._pcb_widened = True
     else:
         ax.legend(handles=handles, loc="best", fontsize=8)
+    return beside
 
 
 def draw_acc_vs_rollouts(table: pd.DataFrame, colors: dict):
     keys = list(table.groupby(["model", "data"], sort=True).groups)
     fig, axes = wrap(len(keys))
+    beside = False
     for ax, (model, data) in zip(axes, keys):
         panel = table[(table["model"] == model) & (table["data"] == data)]
-        _acc_panel(ax, panel, colors, "cumulative rollouts")
+        beside |= _acc_panel(ax, panel, colors, "cumulative rollouts")
         ax.set_title(f"{model} / {data}")
+    if beside:  # a legend beside its panel: widen the figure so the axes keep their width
+        w, h = fig.get_size_inches()
+        fig.set_size_inches(w * 1.6, h)
     fig.suptitle(f"Average val accuracy vs cumulative rollouts (mean over seeds; {BAND})")
     return fig
 
