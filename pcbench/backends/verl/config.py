@@ -115,8 +115,8 @@ def build_verl_config(cfg: DictConfig, run_dir: str | None, resumed: bool = Fals
     if cfg.logging.get("wandb", False) and "wandb" not in verl.trainer.logger:
         verl.trainer.logger = list(verl.trainer.logger) + ["wandb"]
     ray_init = verl.ray_kwargs.ray_init
-    if cfg.backend.get("ray_num_cpus") is not None:
-        ray_init.num_cpus = int(cfg.backend.ray_num_cpus)
+    if cfg.backend.get("ray_num_cpus") is not None and int(cfg.model.nnodes) == 1:
+        ray_init.num_cpus = int(cfg.backend.ray_num_cpus)  # multi-node: `ray start --num-cpus` (slurm_ray.py)
     env = dict(ray_init.runtime_env.get("env_vars") or {})
     ray_init.runtime_env.env_vars = runtime_env_vars(platform, env)
     if platform == "cpu":
