@@ -157,10 +157,13 @@ def test_worker_node_dies_then_requeue_resumes(multinode_cluster, reference, tmp
     try:
         assert launch(cmd, log, cluster.env, until=step2_saved_then_kill) != "exit 0", tail(tmp_path, log)
         assert killed, "the run never reached its step-2 checkpoint: " + tail(tmp_path, log)
+        ended_s = time.monotonic() - killed["at"]  # the launcher returned: the job is over, nothing hangs
         head_log = next((tmp_path / "sweep" / ".submitit").glob("*/*_0_log.err")).read_text(errors="replace")
         [line] = [x for x in head_log.splitlines() if "pcbench: Ray node mn1 (" in x]
         assert "died; run stopped" in line and "rerun the same command to resume" in line, line
-        print(f"lost node: {line}")
+        job = job_ids(tmp_path)[-1]
+        print(f"lost node: {line}\njob {job}: {sacct(cluster, job)}; launcher returned {ended_s:.0f} s after "
+              f"mn1 was powered off")
     finally:
         cluster.restart()  # the node comes back (start-multinode.sh recreates it)
     run = run_folder(tmp_path)
