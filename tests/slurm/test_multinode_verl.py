@@ -95,7 +95,8 @@ def tail(tmp: Path, log: Path) -> str:
 def sacct(cluster, job: str) -> dict[str, tuple[str, str]]:
     """JobID -> (State, NodeList) of a job and its steps."""
     out = cluster.cmd("sacct", "-n", "-P", "-j", job, "-o", "JobID,State,NodeList")
-    return {jid: (state.split()[0], nodes) for jid, state, nodes in (line.split("|") for line in out.split())}
+    rows = (line.split("|") for line in out.splitlines() if line.strip())  # a State may read "CANCELLED by 0"
+    return {jid: (state.split()[0], nodes) for jid, state, nodes in rows}
 
 
 def pcbench_state(run: Path, step: int) -> dict:
