@@ -156,3 +156,68 @@ def needs_accounting(slurm_cluster):
     if not slurm_cluster.accounting:
         pytest.skip("needs Slurm accounting (start.sh with PCBENCH_SLURM_ACCOUNTING=1, the default)")
     return slurm_cluster
+
+
+# -- the 2-node cluster (tests/slurm/start-multinode.sh) -----------------------------------------
+MN_DEFAULT_DIR = "/tmp/pcbench-slurm-mn"
+
+
+@dataclass
+class MultinodeCluster(SlurmCluster):
+    """The namespaced 2-node cluster: `nodes` (names), `ips`, `on_node(node, *cmd)`."""
+
+    nodes: list[str] = field(default_factory=list)
+    ips: list[str] = field(default_factory=list)
+
+    def on_node(self, node: str, *args: str, timeout: float = 30) -> subprocess.CompletedProcess:
+        return subprocess.run([str(self.dir / "on-node"), node, *args], env=self.env, capture_output=True,
+                              text=True, timeout=timeout)
+
+    def restart(self) -> None:
+        """Bring dead nodes back (start-multinode.sh repairs: a node is recreated, its slurmd restarted)."""
+        out = subprocess.run(["bash", str(HERE / "start-multinode.sh")], env=self.env, capture_output=True,
+                             text=True, timeout=180)
+        if out.returncode != 0:
+            raise RuntimeError(f"start-multinode.sh failed:\n{out.stdout}\n{out.stderr}")
+
+
+@pytest.fixture(scope="session")
+def multinode_cluster():
+    """The running 2-node test cluster (PCBENCH_MN_DIR's env.sh), or started here with
+    PCBENCH_MN_START=1 (root) and stopped at the end of the session if it was not running."""
+    want_start = os.environ.get("PCBENCH_MN_START") == "1"
+    env_dir = os.environ.get("PCBENCH_MN_DIR")
+    if not env_dir and not want_start:
+        pytest.skip("no 2-node Slurm test cluster: run tests/slurm/start-multinode.sh and "
+                    "`source /tmp/pcbench-slurm-mn/env.sh` (sets PCBENCH_MN_DIR), or set PCBENCH_MN_START=1")
+    env_dir = Path(env_dir or MN_DEFAULT_DIR)
+    started_here = False
+    if want_start:
+        if os.geteuid() != 0:
+            pytest.skip("PCBENCH_MN_START=1 needs root (namespaces, bridge, Slurm daemons)")
+        started_here = not _alive(env_dir / "run" / "slurmctld.pid", "slurmctld")
+        out = subprocess.run(["bash", str(HERE / "start-multinode.sh")], env=dict(os.environ, PCBENCH_MN_DIR=str(env_dir)),
+                             capture_output=True, text=True, timeout=600)
+        if out.returncode != 0:
+            pytest.fail(f"tests/slurm/start-multinode.sh failed:\n{out.stdout}\n{out.stderr}", pytrace=False)
+    env_sh = env_dir / "env.sh"
+    if not env_sh.exists():
+        pytest.fail(f"PCBENCH_MN_DIR={env_dir} has no env.sh: run tests/slurm/start-multinode.sh first", pytrace=False)
+    exports = _read_env_sh(env_sh)
+    env = dict(os.environ, **exports)
+    cluster = MultinodeCluster(dir=env_dir, conf=Path(exports["SLURM_CONF"]),
+                               partition=exports.get("PCBENCH_MN_PARTITION", "debug"),
+                               accounting=exports.get("PCBENCH_MN_ACCOUNTING", "0") == "1", env=env,
+                               nodes=exports["PCBENCH_MN_NODELIST"].split(), ips=exports["PCBENCH_MN_IPS"].split())
+    try:
+        states = cluster.cmd("sinfo", "-h", "-N", "-p", cluster.partition, "-o", "%N %t", timeout=15).split("\n")
+    except Exception as exc:  # noqa: BLE001 - report any failure to reach slurmctld
+        pytest.fail(f"2-node cluster in {env_dir} does not answer ({exc}); rerun tests/slurm/start-multinode.sh",
+                    pytrace=False)
+    if len([s for s in states if s.strip()]) < 2:
+        pytest.fail(f"the cluster in {env_dir} has fewer than 2 nodes (sinfo: {states})", pytrace=False)
+    try:
+        yield cluster
+    finally:
+        if started_here:
+            subprocess.run(["bash", str(HERE / "stop-multinode.sh")], env=env, capture_output=True, timeout=120)

@@ -85,9 +85,9 @@ def test_paper_setup_lands_in_verl_keys(paper_cfg):
 
 
 def test_4b_plus_models_use_the_4x8_short_response_setup():
-    for model in ("qwen3-4b-base", "qwen3-8b", "qwen3-14b"):
+    for model, nodes in (("qwen3-4b-base", 4), ("qwen3-8b", 4), ("qwen3-14b", 8)):  # 14B: the paper's 64 GPUs
         v = build_verl_config(compose_cfg("backend=verl", f"model={model}", "data=polaris", "method=pilot_commit"), None)
-        assert (v.trainer.nnodes, v.data.max_response_length, v.actor_rollout_ref.rollout.n) == (4, 4096, 64)
+        assert (v.trainer.nnodes, v.data.max_response_length, v.actor_rollout_ref.rollout.n) == (nodes, 4096, 64)
         assert not v.reward.reward_kwargs.overlong_buffer_cfg.enable
         assert (v.pcbench.method.n_pilot, v.pcbench.method.n_commit) == (16, 48)
 

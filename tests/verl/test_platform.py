@@ -57,8 +57,25 @@ def test_cpu_platform_sets_exactly_the_documented_keys(monkeypatch):
 
 
 def test_cpu_platform_refuses_a_multi_gpu_layout(paper_cfg):
-    with pytest.raises(ConfigError, match="backend.platform=cpu runs one process.*model.nnodes=1"):
+    with pytest.raises(ConfigError, match="backend.platform=cpu runs one process per node.*model.n_gpus_per_node=1"):
         C.build_verl_config(paper_cfg("grpo", "backend.platform=cpu"), run_dir=None)
+
+
+def test_cpu_platform_on_several_nodes_leaves_resources_to_ray_start():
+    """N nodes x 1: each node's `ray start` (slurm_ray.py) offers the fake GPU and the CPUs;
+    ray.init refuses resource counts when it joins a running cluster."""
+    verl = C.build_verl_config(compose_pcbench(*TINY, "backend.platform=cpu", "model.nnodes=2",
+                                               "backend.ray_num_cpus=4"), run_dir=None)
+    assert (verl.trainer.nnodes, verl.trainer.n_gpus_per_node, verl.trainer.device) == (2, 1, "cpu")
+    assert verl.ray_kwargs.ray_init.get("num_gpus") is None and verl.ray_kwargs.ray_init.num_cpus is None
+
+
+def test_method_module_folder_reaches_the_ray_workers(tmp_path, monkeypatch):
+    (tmp_path / "my_alloc_mod.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))  # importable here (e.g. the current directory), not on workers
+    env = C.runtime_env_vars("gpu", {}, "my_alloc_mod")
+    assert str(tmp_path.resolve()) in env["PYTHONPATH"].split(":") and str(C.REPO) in env["PYTHONPATH"]
+    assert C.module_root("pcbench.allocators.grpo") is None and C.module_root("") is None
 
 
 def test_external_modules_are_appended_in_driver_env_and_ray_runtime_env(monkeypatch):

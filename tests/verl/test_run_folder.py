@@ -148,10 +148,10 @@ def test_the_verl_backend_trains_a_prepared_folder_and_writes_the_embedded_summa
 
     monkeypatch.setattr(entry, "make_local_assets", lambda cfg: None)
     monkeypatch.setattr(entry, "check_data_files", lambda files: None)  # the paper's data is not here
-    monkeypatch.setattr(slurm_ray, "bootstrap", lambda: True)
+    monkeypatch.setattr(slurm_ray, "bootstrap", lambda cfg: True)
     children = []
 
-    def verl_child(cmd, heartbeat, watchdog_s):  # entry.supervise: the child gets the written verl config
+    def verl_child(cmd, heartbeat, watchdog_s, check=None):  # entry.supervise: the child gets the written verl config
         verl = OmegaConf.load(cmd[-1])
         children.append((verl.pcbench.resumed, heartbeat.parent == Path(verl.pcbench.run_dir)))
         rundir = RunDir(Path(verl.pcbench.run_dir), resumed=bool(verl.pcbench.resumed))
@@ -176,7 +176,7 @@ def test_the_verl_backend_trains_a_prepared_folder_and_writes_the_embedded_summa
     assert on_disk["cumulative_rollouts"] == rows[-1]["cumulative_rollouts"] == 5 * 64
     assert on_disk["final_val_acc"] == rows[5]["val/acc"] and (folder / "verl_config.yaml").exists()
 
-    monkeypatch.setattr(entry, "supervise", lambda *a: 3)  # the watchdog killed a hung child: its exit code
+    monkeypatch.setattr(entry, "supervise", lambda *a, **k: 3)  # the watchdog killed a hung child: its exit code
     with pytest.raises(SystemExit) as e:
         runs.execute(paper_cfg("grpo", *SMALL, "train.steps=6", f"paths.results={tmp_path}"), entry.run)
     assert e.value.code == 3

@@ -79,14 +79,35 @@ def check_gpu_capacity(model) -> None:
                           f"set model.offload=true")
 
 
-def runtime_env_vars(platform: str = "gpu", base: dict | None = None) -> dict[str, str]:
+def runtime_env_vars(platform: str = "gpu", base: dict | None = None, module: str = "") -> dict[str, str]:
     """Set for every Ray worker and the driver: our modules register themselves on `import verl`
-    (VERL_USE_EXTERNAL_MODULES), pcbench is importable. Appended to what `base` (the config's
-    env_vars) and this process's environment already list, never replacing them."""
+    (VERL_USE_EXTERNAL_MODULES), pcbench is importable, and so is `module` (method.module) from
+    the folder this process imports it from. Appended to what `base` (the config's env_vars) and
+    this process's environment already list, never replacing them."""
     from pcbench.backends.verl.platform import LIST_VARS, env_for, merge_env
 
     inherited = {k: os.environ[k] for k in LIST_VARS if os.environ.get(k)}
-    return merge_env(base, {"PYTHONPATH": str(REPO)}, inherited, env_for(platform, str(REPO)))
+    own = {"PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [module_root(module)])])}
+    return merge_env(base, own, inherited, env_for(platform, str(REPO)))
+
+
+def module_root(module: str) -> str | None:
+    """The sys.path entry `module` is imported from here (a folder outside pcbench, e.g. the
+    current directory), for Ray workers on other nodes, which start elsewhere and do not share
+    this process's sys.path; None when it cannot be found or needs no path (pcbench itself)."""
+    if not module:
+        return None
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(module.split(".")[0])
+    except (ImportError, ValueError):
+        return None
+    if spec is None or spec.origin in (None, "built-in", "frozen"):
+        return None
+    top = Path(spec.origin).parent  # <root>/<mod>.py or <root>/<pkg>/__init__.py
+    root = top.parent if spec.submodule_search_locations else top
+    return None if root.resolve() == REPO.resolve() else str(root.resolve())
 
 
 def _absolute(path: str) -> str:
@@ -115,10 +136,10 @@ def build_verl_config(cfg: DictConfig, run_dir: str | None, resumed: bool = Fals
     if cfg.logging.get("wandb", False) and "wandb" not in verl.trainer.logger:
         verl.trainer.logger = list(verl.trainer.logger) + ["wandb"]
     ray_init = verl.ray_kwargs.ray_init
-    if cfg.backend.get("ray_num_cpus") is not None:
-        ray_init.num_cpus = int(cfg.backend.ray_num_cpus)
+    if cfg.backend.get("ray_num_cpus") is not None and int(cfg.model.nnodes) == 1:
+        ray_init.num_cpus = int(cfg.backend.ray_num_cpus)  # multi-node: `ray start --num-cpus` (slurm_ray.py)
     env = dict(ray_init.runtime_env.get("env_vars") or {})
-    ray_init.runtime_env.env_vars = runtime_env_vars(platform, env)
+    ray_init.runtime_env.env_vars = runtime_env_vars(platform, env, str(cfg.method.get("module") or ""))
     if platform == "cpu":
         apply_cpu(verl)
     verl.pcbench = {

@@ -62,22 +62,42 @@ class VerlBackend(Backend):
                 raise ConfigError(str(e)) from None
 
     def setup(self, cfg: DictConfig) -> bool:
-        make_local_assets(cfg)
-        check_data_files(data_files(cfg))
         from pcbench.backends.verl.slurm_ray import bootstrap
 
-        return bootstrap()  # False on a worker node of a multi-node Slurm job: it served Ray until the head left
+        if not bootstrap(cfg):  # a worker node of a multi-node Slurm job: it served Ray until the head left
+            return False
+        make_local_assets(cfg)  # on the head only: the nodes share the run's filesystem
+        check_data_files(data_files(cfg))
+        return True
 
     def train(self, cfg: DictConfig, run: RunDir) -> dict:
         verl = build_verl_config(cfg, run_dir=str(run.path), resumed=run.resumed, run_name=run.path.name)
         (run.path / CONFIG_NAME).write_text(OmegaConf.to_yaml(verl))
         print(f"pcbench: run folder {run.path}; verl config {run.path / CONFIG_NAME} "
               f"(platform {verl.pcbench.platform})", flush=True)
+        monitor = cluster_monitor(run)
         rc = supervise([sys.executable, "-m", "pcbench.backends.verl.launch", str(run.path / CONFIG_NAME)],
-                       run.path / HEARTBEAT, float(cfg.backend.watchdog_s))
-        if rc != 0:  # the child's own exit code (3: the watchdog killed it and said which stage hung)
+                       run.path / HEARTBEAT, float(cfg.backend.watchdog_s), check=monitor and monitor.poll)
+        if rc not in (0, 4) and monitor is not None and (lost := monitor.wait_for_loss(60.0)):
+            print(f"pcbench: {lost} (verl exited with {rc}); rerun the same command to resume", file=sys.stderr,
+                  flush=True)
+        if rc != 0:  # the child's exit code (3: the watchdog killed it; 4: a node was lost, both said why)
             sys.exit(rc)
         return run_details(verl)
+
+
+def cluster_monitor(run: RunDir):
+    """A ClusterMonitor on the head of a multi-node Slurm job (slurm_ray.bootstrap ran), else None."""
+    from pcbench.backends.verl.slurm_ray import CLUSTER
+
+    if not CLUSTER:
+        return None
+    from pcbench.backends.verl.cluster import ClusterMonitor
+
+    monitor = ClusterMonitor(CLUSTER, run.path)
+    monitor.poll()  # cluster.json at once: the nodes and IPs, before verl places anything
+    monitor.write()
+    return monitor
 
 
 def make_local_assets(cfg: DictConfig) -> None:

@@ -3,7 +3,9 @@
     backend.platform=auto   cpu when torch sees no CUDA device AND the layout is one node x one
                             GPU (the only layout a CPU run can host, e.g. model=tiny-verl);
                             otherwise gpu, so a GPU config dry-run on a login node shows the GPU run
-    backend.platform=cpu    force the CPU platform (refused for multi-GPU layouts)
+    backend.platform=cpu    force the CPU platform: one process per node, so model.n_gpus_per_node=1
+                            (model.nnodes > 1 is a multi-node Slurm job: slurm_ray.py gives each
+                            node one fake GPU; tests/slurm/test_multinode_verl.py)
     backend.platform=gpu    never the CPU platform
 
 On gpu nothing here touches the verl config or the environment. On cpu, `cpu_overrides` are the
@@ -60,10 +62,10 @@ def resolve(cfg: DictConfig, cuda_available: bool | None = None) -> str:
     one_device = int(cfg.model.nnodes) * int(cfg.model.n_gpus_per_node) == 1
     if want not in ("auto", "cpu", "gpu"):
         raise ConfigError(f"backend.platform={want!r}: use auto, cpu or gpu")
-    if want == "cpu" and not one_device:
-        raise ConfigError(f"backend.platform=cpu runs one process, not model={cfg.model.name}'s "
-                          f"{cfg.model.nnodes} x {cfg.model.n_gpus_per_node} GPUs; set model.nnodes=1 "
-                          f"model.n_gpus_per_node=1 (or use model=tiny-verl)")
+    if want == "cpu" and int(cfg.model.n_gpus_per_node) != 1:
+        raise ConfigError(f"backend.platform=cpu runs one process per node, not model={cfg.model.name}'s "
+                          f"{cfg.model.n_gpus_per_node} GPUs per node; set model.n_gpus_per_node=1 "
+                          f"(or use model=tiny-verl)")
     if want != "auto":
         return want
     if cuda_available is None:
@@ -78,6 +80,11 @@ def apply_cpu(verl: DictConfig) -> None:
     with open_dict(verl):
         for key, value, _why in CPU_OVERRIDES:
             OmegaConf.update(verl, key, value, force_add=True)
+        if int(verl.trainer.nnodes) > 1:
+            # a multi-node job's Ray is started by slurm_ray.py (`ray start --num-gpus=1 --num-cpus=..`
+            # per node); ray.init refuses resource counts when it connects to a running cluster
+            verl.ray_kwargs.ray_init.num_gpus = None
+            return
         if verl.ray_kwargs.ray_init.get("num_cpus") is None:
             # verl's workers ask Ray for more CPUs than a laptop has ("No available node types can
             # fulfill resource request {'CPU': 3.0, 'GPU': 1.0}"): logical CPUs, not cores

@@ -109,9 +109,11 @@ def _alive(pid: int) -> bool:
 
 # -- supervising the verl child ------------------------------------------------------------------
 def supervise(cmd: list[str], heartbeat: Path, watchdog_s: float, env: dict | None = None,
-              poll_s: float = 2.0) -> int:
+              poll_s: float = 2.0, check=None) -> int:
     """Run `cmd` in its own session; kill its tree when the heartbeat is stale. Returns its exit
-    code, or 3 after a watchdog kill (the message says which stage hung)."""
+    code, or 3 after a watchdog kill (the message says which stage hung). `check()`, called every
+    poll, returns None or a reason to stop at once (a lost node: cluster.py); then the tree is
+    killed and 4 returned."""
     start = time.time()
     proc = subprocess.Popen(cmd, env=env, start_new_session=True)
 
@@ -124,6 +126,12 @@ def supervise(cmd: list[str], heartbeat: Path, watchdog_s: float, env: dict | No
         while proc.poll() is None:
             time.sleep(poll_s)
             beat = read_heartbeat(heartbeat)
+            reason = check() if check is not None and proc.poll() is None else None
+            if reason is not None:
+                kill_tree(proc.pid, {proc.pid})
+                print(f"pcbench: {reason} in stage '{beat.get('stage') or 'start'}'; verl killed; the run folder "
+                      f"keeps its last checkpoint: rerun the same command to resume", file=sys.stderr, flush=True)
+                return 4
             last = max(start, float(beat.get("time", 0.0)))
             if watchdog_s > 0 and time.time() - last > watchdog_s and proc.poll() is None:
                 kill_tree(proc.pid, {proc.pid})
