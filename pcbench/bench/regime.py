@@ -31,7 +31,10 @@ from pcbench.ledger import PASS_BINS
 EDGE_STEPS = 5  # "start" / "end" of a run: its first / last this many training steps
 REGIME_COLUMNS = ("method", "seed", "step", "cumulative_rollouts", "groups", "all_correct", "all_wrong", "mixed",
                   "sampled_kind", "sampled", "sampled_all_correct", "sampled_all_wrong", "zero_seen",
-                  "zero_later_solved")
+                  "zero_later_solved", "rollouts_step", "rounds", "sampled_in_band", "signal", "pool_epochs")
+# per step (docs/method.md#regime-map): rollouts_step generated, rounds = generation calls (sampling
+# rounds), sampled_in_band = sampled groups with 1/8 <= p <= 3/4, signal = sum of p(1-p) over the
+# trained groups, pool_epochs = prompts drawn so far / pool size (NaN in runs logged before them)
 # what counts as "the groups a method sampled before filtering": PC's pilots, else plain groups
 SAMPLED_KINDS = ("pilot", "plain")
 
@@ -66,6 +69,9 @@ def regime_table(metrics: pd.DataFrame) -> pd.DataFrame:
             "sampled": _col(rows, pre + "groups").fillna(0), "sampled_all_correct": _col(rows, pre + "all_correct").fillna(0),
             "sampled_all_wrong": _col(rows, pre + "all_wrong").fillna(0),
             "zero_seen": _col(rows, "alloc/zero_seen"), "zero_later_solved": _col(rows, "alloc/zero_later_solved"),
+            "rollouts_step": _col(rows, "rollouts/step"), "rounds": _col(rows, "rollouts/rounds"),
+            "sampled_in_band": _col(rows, pre + "in_band"), "signal": _col(rows, "alloc/signal"),
+            "pool_epochs": _col(rows, "alloc/pool_epochs"),
             **{f"hist/{label}": _col(rows, pre + f"hist/{label}").fillna(0) for *_, label in PASS_BINS}}))
     if not parts:
         return pd.DataFrame(columns=list(REGIME_COLUMNS))
