@@ -125,8 +125,9 @@ def main(args, argv: list[str]) -> int:
     chosen = select(grid, args.cells, args.part)
     plans = {c.name: cell_jobs(grid, c, args.runs) for c in chosen}
     folders = {j: run_folder(j) for main, aa in plans.values() for j in main + aa}  # ConfigError before training
-    todo = [] if args.score_only else [j for j in folders if not is_finished(folders[j])]
-    print(f"regime map: {len(chosen)} cell(s), {len(folders)} runs, {len(folders) - len(todo)} already finished, "
+    unfinished = [j for j in folders if not is_finished(folders[j])]
+    todo = [] if args.score_only else unfinished
+    print(f"regime map: {len(chosen)} cell(s), {len(folders)} runs, {len(folders) - len(unfinished)} finished, "
           f"{len(todo)} to train on {args.jobs} worker(s)", flush=True)
     results = launch(todo, args.jobs, args.runs / "regime_map_logs")
     args.out.mkdir(parents=True, exist_ok=True)
