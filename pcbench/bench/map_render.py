@@ -38,20 +38,32 @@ def report_md(report: dict) -> str:
            f"seed-mean val/acc. Ratios: median rollouts-to-target of the baseline over the method's, 95% bootstrap "
            f"interval. A cell resolves when its A/A interval lies inside [{AA_BAND[0]}, {AA_BAND[1]}]; a cell that "
            "does not makes no claim.", "",
-           "| cell | " + " | ".join(grid["knobs"]) + " | target | A/A | resolves | PC vs GRPO | predicted | PC vs DAPO "
+           "| cell | " + " | ".join(grid["knobs"]) + " | runs | target | A/A | resolves | PC vs GRPO | predicted | PC vs DAPO "
            "| GRPO zero-var | PC rounds/step | PC pilots in band | PC epochs at target |",
-           "|" + "---|" * (len(grid["knobs"]) + 11)]
+           "|" + "---|" * (len(grid["knobs"]) + 12)]
     for name, c in cells.items():
         levels = c["levels"]
+        runs = "complete" if c["runs"]["complete"] else "partial: " + ", ".join(f"{k} {v}" for k, v in c["runs"]["counts"].items())
         if c["status"] != "scored":
-            out.append(f"| {name} | " + " | ".join(levels.values()) + f" | {c['status']} |" + " |" * 10)
+            out.append(f"| {name} | " + " | ".join(levels.values()) + f" | {c['status']} |" + " |" * 11)
             continue
         r = c["regime"]
-        out.append(f"| {name} | " + " | ".join(levels.values()) + f" | {_p(c['target'])} | {_x(c['aa'])} "
+        out.append(f"| {name} | " + " | ".join(levels.values()) + f" | {runs} | {_p(c['target'])} | {_x(c['aa'])} "
                    f"| {'yes' if c['aa']['resolves'] else 'NO'} | {_x(c['pc_vs_grpo'])} "
                    f"| {_f(c['predicted'].get('pilot_commit'), '{:.2f}x')} | {_x(c['pc_vs_dapo'])} "
                    f"| {_p(r['grpo_zero_variance'])} | {_f(r['pc_rounds_per_step'])} | {_p(r['pc_in_band'])} "
                    f"| {_f(r['pc_epochs_at_target'])} |")
+    out += ["", "## Predicted vs measured speedup over GRPO", "",
+            "Predicted = (learning signal per step / GRPO's) / (rollouts per step / GRPO's), the signal being the "
+            "sum of p(1-p) over a step's trained groups; means over each method's seeds and steps (per run: the .json).",
+            "", "| cell | method | signal / GRPO's | rollouts / GRPO's | predicted | measured |", "|---|---|---|---|---|---|"]
+    for name, c in cells.items():
+        if c["status"] != "scored":
+            continue
+        for method, key in (("pilot_commit", "pc_vs_grpo"), ("dapo", "dapo_vs_grpo")):
+            if method in c["predicted"]:
+                out.append(f"| {name} | {method} | {_f(c['signal_ratio'].get(method))} | {_f(c['rollouts_ratio'].get(method))} "
+                           f"| {_f(c['predicted'].get(method), '{:.2f}x')} | {_x(c[key])} |")
     out += ["", f"## Pre-registered paper-matched cell: `{pm['cell']}`", ""]
     c = cells.get(pm["cell"], {})
     if c.get("status") == "scored":
@@ -74,6 +86,15 @@ def report_md(report: dict) -> str:
     if report["failures"]:
         out += ["## Failed runs", ""] + [f"- {f['method']} seed {f['seed']}: {f['error']}" for f in report["failures"]]
     return "\n".join(out + [""])
+
+
+def run_counts(curves: pd.DataFrame, grid: dict) -> dict:
+    """Finished runs per method (and the A/A) in one cell against the grid's plan; complete when all are in."""
+    have = curves.groupby(["method", "seed_set"])["seed"].nunique().to_dict() if len(curves) else {}
+    plan = {("grpo", "main"): int(grid["grpo_seeds"]), ("grpo", "aa"): int(grid["aa_seeds"]),
+            **{(m, "main"): int(grid["seeds"]) for m in grid["methods"] if m != "grpo"}}
+    counts = {f"{m}{'_aa' if s == 'aa' else ''}": f"{have.get((m, s), 0)}/{n}" for (m, s), n in plan.items()}
+    return {"counts": counts, "complete": all(have.get(k, 0) >= n for k, n in plan.items())}
 
 
 def heatmap_table(report: dict) -> pd.DataFrame:
@@ -131,6 +152,7 @@ def write_outputs(grid: dict, cell_names: list[str], curves: pd.DataFrame, regim
     levels = {c.name: dict(c.levels) for c in cells(grid)}
     for name, c in scores.items():
         c["levels"] = levels[name]
+        c["runs"] = run_counts(curves[curves["cell"] == name], grid)
         c["pool"] = {r["key"]: r["value"] for _, r in pools[pools["cell"] == name].iterrows()} if len(pools) else {}
     pm = grid["paper_matched"]
     meeting = [n for n, c in scores.items() if c["status"] == "scored"

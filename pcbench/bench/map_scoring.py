@@ -134,6 +134,10 @@ def score_cell(curves: pd.DataFrame, regime: pd.DataFrame, n_boot: int = 10_000)
            "regime": cell_regime(regime, cross),
            "predicted": {m: _fin(rates.loc[rates["method"] == m, "predicted"].mean())
                          for m in (PC, DAPO) if (rates["method"] == m).any()},
+           "signal_ratio": {m: _fin(rates.loc[rates["method"] == m, "signal_ratio"].mean())
+                            for m in (PC, DAPO) if (rates["method"] == m).any()},
+           "rollouts_ratio": {m: _fin(rates.loc[rates["method"] == m, "rollouts_ratio"].mean())
+                              for m in (PC, DAPO) if (rates["method"] == m).any()},
            "per_run": json_rows(rates.merge(cross[cross["seed_set"] == "main"], on=["method", "seed"], how="left"))}
     return rec
 

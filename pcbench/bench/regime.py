@@ -148,7 +148,40 @@ def _pct(x) -> str:
     return "-" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{100 * x:.1f}%"
 
 
-def card_md(summaries: list[dict], checks: list[dict], title: str = "Regime card") -> str:
+def warm_start_pools(runs: pd.DataFrame | None) -> dict[str, dict]:
+    """{data setup: pass-rate histogram of its pool after the warm start} from the runs' summary.json
+    (details.warmstart, written by the embedded backend; absent for verl runs): one per setup."""
+    import json
+
+    out: dict[str, dict] = {}
+    for _, run in (runs if runs is not None else pd.DataFrame(columns=["path", "data"])).iterrows():
+        if run["data"] in out:
+            continue
+        path = Path(run["path"]) / "summary.json"
+        try:
+            ws = json.loads(path.read_text()).get("details", {}).get("warmstart", {})
+        except (OSError, ValueError):
+            continue
+        if "histogram" in ws:
+            out[run["data"]] = {"histogram": ws["histogram"], "per_tier": ws.get("per_tier", {}),
+                                "in_band": ws.get("in_band"), "n": ws.get("n_rollouts")}
+    return out
+
+
+def pools_md(pools: dict[str, dict]) -> list[str]:
+    if not pools:
+        return []
+    labels = list(next(iter(pools.values()))["histogram"])
+    out = ["", "## The pool after the warm start (pass rates over n rollouts of 256 training prompts)", "",
+           "| data | n | " + " | ".join(labels) + " | in the band [1/8, 3/4] | per tier |", "|" + "---|" * (len(labels) + 4)]
+    for name, p in pools.items():
+        tiers = ", ".join(f"{t} {_pct(v)}" for t, v in p["per_tier"].items())
+        out.append(f"| {name} | {p['n'] or '-'} | " + " | ".join(_pct(p["histogram"].get(k)) for k in labels)
+                   + f" | {_pct(p['in_band'])} | {tiers} |")
+    return out
+
+
+def card_md(summaries: list[dict], checks: list[dict], title: str = "Regime card", pools: dict | None = None) -> str:
     """Markdown of the regime card (the numbers behind the figure)."""
     out = [f"# {title}", "",
            "Shares are over every step and seed of a method. trained: the groups it updated on "
@@ -186,7 +219,7 @@ def card_md(summaries: list[dict], checks: list[dict], title: str = "Regime card
     for s in summaries:
         cells = [f"{_pct(s['per_set'][k][0])} -> {_pct(s['per_set'][k][1])}" if k in s["per_set"] else "-" for k in sets]
         out.append(f"| {s['method']} | " + " | ".join(cells) + " |")
-    return "\n".join(out + [""])
+    return "\n".join(out + pools_md(pools or {}) + [""])
 
 
 def build_card(metrics: pd.DataFrame) -> tuple[pd.DataFrame, list[dict], list[dict]]:
@@ -213,7 +246,7 @@ def main(args) -> int:
         print(f"no run folders with metrics under {', '.join(map(str, args.results))}")
         return 2
     table, summaries, checks = build_card(metrics)
-    text = card_md(summaries, checks)
+    text = card_md(summaries, checks, pools=warm_start_pools(runs))
     print(text)
     if args.out is not None:
         from pcbench.bench.regime_plot import draw_regime_card

@@ -149,13 +149,14 @@ def main(args, argv: list[str]) -> int:
 
 
 def tidy_cell(cell: Cell, jobs: tuple[list[Job], list[Job]], folders: dict) -> tuple | None:
-    """(curves rows, regime rows, cell name) of one cell's finished or partial run folders; None if none."""
+    """(curves rows, regime rows, cell name, pool rows) of one cell's finished run folders; None if none."""
     from analysis.runs import load_runs
     from pcbench.bench.aa import AA, curves_table
     from pcbench.bench.regime import regime_table
 
-    main = [str(folders[j]) for j in jobs[0] if (folders[j] / "metrics.jsonl").exists()]
-    aa = [str(folders[j]) for j in jobs[1] if (folders[j] / "metrics.jsonl").exists()]
+    # finished runs only: a truncated curve would count as censored
+    main = [str(folders[j]) for j in jobs[0] if is_finished(folders[j])]
+    aa = [str(folders[j]) for j in jobs[1] if is_finished(folders[j])]
     if not main:
         return None
     _, metrics, _ = load_runs(main)

@@ -54,6 +54,8 @@ def test_parts_train_merge_and_rescore_to_the_same_report(tmp_path):
     assert {"rounds", "signal", "sampled_in_band", "pool_epochs"} <= set(regime.columns)
     report = json.loads((tmp_path / "out" / "regime_map.json").read_text())
     assert [c["status"] for c in report["cells"].values()] == ["scored", "scored"]
+    assert report["cells"]["p2-low"]["runs"] == {"complete": True, "counts": {
+        "grpo": "2/2", "grpo_aa": "2/2", "dapo": "1/1", "pilot_commit": "1/1"}}
     assert report["cells"]["p2-low"]["pool"]["histogram/p=0"] >= 0  # the pool's histogram after the warm start
     again = bench(tmp_path, "--score-only")
     assert again.returncode == 0 and "0 to train" in again.stdout
