@@ -102,7 +102,8 @@ def select(grid: dict, names: str | None, part: str | None) -> list[Cell]:
     unknown = sorted(set(wanted) - {c.name for c in every})
     if unknown:
         raise ConfigError(f"--cells: unknown {unknown}; the grid's cells are {[c.name for c in every]}")
-    return [c for c in every if c.name in wanted]
+    by_name = {c.name: c for c in every}
+    return [by_name[n] for n in dict.fromkeys(wanted)]  # the order asked for: a part lists its first cell first
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
