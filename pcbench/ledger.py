@@ -18,6 +18,9 @@ PASS_BINS = ((0.0, 0.0, "0"), (1e-12, 0.125 - 1e-12, "0-0.125"), (0.125, 0.375 -
              (0.375, 0.75, "0.375-0.75"), (0.75 + 1e-12, 1.0 - 1e-12, "0.75-1"), (1.0, 1.0, "1"))
 
 
+BAND = (0.125, 0.75)  # the paper's Pilot-Commit band (lower 1/8, upper 1/4): the regime map's in-band share
+
+
 def pass_bin(p: float) -> str:
     return next(label for lo, hi, label in PASS_BINS if lo <= p <= hi)
 DISCARD_REASONS = ("filtered", "surplus", "skipped_pilot", "stale", "partial_batch", "epoch_clear")
@@ -31,6 +34,7 @@ class RolloutLedger:
     _generated: Counter = field(default_factory=Counter)  # this step, by kind
     _discarded: Counter = field(default_factory=Counter)  # this step, by reason
     _trained: int = 0
+    _rounds: int = 0  # generation calls this step (sampling rounds)
     _sampled: Counter = field(default_factory=Counter)  # this step: (kind, "groups"|"all_correct"|...)
     # prompts ever sampled all-wrong, and those of them later sampled with a correct rollout: a p=0
     # draw is "not yet reachable", not proof of p=0 (docs/method.md#deferral); PC's deferred pilots are these
@@ -42,6 +46,10 @@ class RolloutLedger:
             raise ValueError(f"unknown rollout kind {kind!r}; expected one of {GENERATED_KINDS}")
         self._generated[kind] += count
         self.cumulative += count
+
+    def sampling_round(self) -> None:
+        """One generation call of an allocator (GRPO: 1 per step; DAPO, PC: their rounds)."""
+        self._rounds += 1
 
     def discarded(self, reason: str, count: int) -> None:
         """Rollouts already generated (and counted) that will never be trained on."""
@@ -60,6 +68,7 @@ class RolloutLedger:
         self._sampled[kind, "all_correct"] += int(p >= 1.0)
         self._sampled[kind, "all_wrong"] += int(p <= 0.0)
         self._sampled[kind, "hist/" + pass_bin(p)] += 1
+        self._sampled[kind, "in_band"] += int(BAND[0] <= p <= BAND[1])
         if p <= 0.0:
             self.zero_seen.add(int(prompt_id))
         elif int(prompt_id) in self.zero_seen:
@@ -78,6 +87,7 @@ class RolloutLedger:
             if self._discarded[reason]:
                 out[f"rollouts/discarded/{reason}"] = int(self._discarded[reason])
         out["rollouts/trained"] = int(self._trained)
+        out["rollouts/rounds"] = int(self._rounds)
         out["cumulative_rollouts"] = int(self.cumulative)
         for (kind, what), count in sorted(self._sampled.items()):
             out[f"alloc/sampled/{kind}/{what}"] = int(count)
@@ -86,6 +96,8 @@ class RolloutLedger:
         self._discarded.clear()
         self._sampled.clear()
         self._trained = 0
+        self._rounds = 0
+        self._rounds = 0
         return out
 
     def state_dict(self) -> dict:
@@ -103,3 +115,4 @@ class RolloutLedger:
         self._discarded.clear()
         self._sampled.clear()
         self._trained = 0
+        self._rounds = 0

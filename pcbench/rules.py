@@ -175,6 +175,15 @@ def _tier_sets(v, c) -> bool:
     return bool(sets) and all(isinstance(ts, list) and ts and all(t in TIERS for t in ts) for ts in sets.values())
 
 
+RESERVE_KEYS = ("tiers", "val_size", "ood_size", "ood_sets", "train_size")  # data.warmstart_reserve (task.py)
+
+
+def _known_tiers():
+    from pcbench.backends.embedded.task import TIERS
+
+    return TIERS
+
+
 def _tier_names() -> str:
     from pcbench.backends.embedded.task import TIERS
 
@@ -214,6 +223,7 @@ EMBEDDED_RULES = [
     int_ge("data.sft_size", 1, "warm-start demonstrations"),
     int_ge("data.ood_size", 0, "prompts per out-of-distribution set (0 = none)"),
     int_ge("data.val_samples", 1, "samples per validation problem"),
+    one_of("data.val_mode", "sampled", "exact", fix="exact: the gold response's probability, one forward pass"),
     int_ge("data.ood_samples", 1, "samples per out-of-distribution problem"),
     int_ge("data.max_response_tokens", 1, "tokens a rollout may generate (default 10)"),
     Rule("data.reverse", lambda v, c: v is True or v is False or v == "both", "true, false or both",
@@ -222,6 +232,17 @@ EMBEDDED_RULES = [
     Rule("data.sft_tiers", _tiers, lambda c: f"a non-empty mapping tier: weight >= 0 (sum > 0) over {_tier_names()}"),
     Rule("data.ood_sets", lambda v, c: v is None or len(v) == 0 or _tier_sets(v, c),
          lambda c: f"a mapping set: [tiers] over {_tier_names()}"),
+    Rule("data.never_share", lambda v, c: v is None or (is_num(v) and 0.0 <= v < 1.0),
+         "null (the tiers as written) or a share in [0, 1)",
+         "the share of the RL pool (and validation mix) drawn from data.never_tier"),
+    Rule("data.never_tier", lambda v, c: sel(c, "data.never_share") is None or v in _known_tiers(),
+         lambda c: f"a tier ({_tier_names()}) when data.never_share is set",
+         "the tier no method solves in the horizon, e.g. add44 (ladder) or add55 (continuum)"),
+    Rule("data.warmstart_reserve", lambda v, c: isinstance(v, DictConfig) and set(v) == set(RESERVE_KEYS)
+         and _tiers(v.tiers, c) and all(is_int(v[k]) and v[k] >= 0 for k in ("val_size", "ood_size", "train_size"))
+         and (not v.ood_sets or _tier_sets(v.ood_sets, c)),
+         lambda c: f"a mapping of {', '.join(RESERVE_KEYS)} (sizes >= 0, tiers over {_tier_names()})",
+         "keep conf/data/synthetic.yaml's: editing it changes the warm start"),
     fits_tiers("data.train_size", "data.tiers"),
     fits_tiers("data.sft_size", "data.sft_tiers"),
     int_ge("model.hidden_size", 1),
@@ -241,10 +262,9 @@ EMBEDDED_RULES = [
          lambda c: f"an integer in [1, data.sft_size={c.data.sft_size}]", "each SFT batch draws without replacement"),
     num("model.warmstart.lr", 0.0, lo_open=True),
     int_ge("model.warmstart.seed", 0),
-    Rule("model.warmstart.stop_tier", lambda v, c: v is None or sel(c, "data.tiers") is None or sel(c, "data.tiers").get(v, 0) > 0,
-         lambda c: f"null or a tier of data.tiers with weight > 0 "
-                   f"({', '.join(k for k, w in (sel(c, 'data.tiers') or {}).items() if w > 0)})",
-         "the warm start stops once RL prompts of that tier pass at model.warmstart.stop_pass_rate"),
+    Rule("model.warmstart.stop_tier", lambda v, c: v is None or v in _known_tiers(),
+         lambda c: f"null or a tier ({_tier_names()})",
+         "the warm start stops once 64 probe prompts of that tier pass at model.warmstart.stop_pass_rate"),
     num("model.warmstart.stop_pass_rate", 0.0, 1.0, lo_open=True),
     int_ge("model.warmstart.check_every", 1, "SFT steps between two competence probes"),
 ]

@@ -20,6 +20,7 @@ class PromptStream:
         self.seed = int(seed)
         self.excluded: set[int] = set()
         self.epoch = 0
+        self.drawn = 0  # prompts taken over all epochs
         self._pos = 0
         self._perm = self._permutation()
 
@@ -38,7 +39,13 @@ class PromptStream:
             return None
         out = self._perm[self._pos:self._pos + k].tolist()
         self._pos += k
+        self.drawn += k
         return out
+
+    @property
+    def epochs_drawn(self) -> float:
+        """Prompts drawn so far over the pool's size: 1.0 = every prompt once."""
+        return self.drawn / max(1, len(self.all_ids))
 
     def next_epoch(self, min_needed: int) -> None:
         self.epoch += 1
@@ -54,10 +61,12 @@ class PromptStream:
         self.excluded.update(int(i) for i in ids)
 
     def state_dict(self) -> dict:
-        return {"epoch": self.epoch, "pos": self._pos, "excluded": sorted(self.excluded), "seed": self.seed}
+        return {"epoch": self.epoch, "pos": self._pos, "excluded": sorted(self.excluded), "seed": self.seed,
+                "drawn": self.drawn}
 
     def load_state_dict(self, state: dict) -> None:
         self.epoch = int(state["epoch"])
         self.excluded = set(int(i) for i in state["excluded"])
         self._perm = self._permutation()
         self._pos = int(state["pos"])
+        self.drawn = int(state.get("drawn", 0))  # absent in checkpoints written before it

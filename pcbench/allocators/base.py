@@ -70,6 +70,13 @@ def regime_counts(accs) -> tuple[int, int, int]:
             sum(int(a.size > 0 and bool(a.max() <= 0.0)) for a in accs))
 
 
+def learning_signal(accs) -> float:
+    """Sum over groups of p(1 - p), p a group's mean acc: the Bernoulli reward variance a GRPO
+    group normalises by, zero for all-correct and all-wrong groups. A proxy for how much a
+    step's batch can teach (the regime map's predicted speedup divides it by the step's cost)."""
+    return float(sum(float(np.mean(a)) * (1.0 - float(np.mean(a))) for a in accs if len(a)))
+
+
 @dataclass
 class StepBatch:
     groups: list[Group]
@@ -81,7 +88,9 @@ class StepBatch:
         # all-wrong groups carry zero GRPO advantage (zero_variance_groups = their sum).
         groups, right, wrong = regime_counts(g.acc for g in self.groups)
         self.stats = {**self.stats, "alloc/groups": groups, "alloc/groups_all_correct": right,
-                      "alloc/groups_all_wrong": wrong, "alloc/zero_variance_groups": right + wrong}
+                      "alloc/groups_all_wrong": wrong, "alloc/zero_variance_groups": right + wrong,
+                      "alloc/groups_mixed": groups - right - wrong,
+                      "alloc/signal": learning_signal(g.acc for g in self.groups)}
 
     @property
     def rollouts(self) -> int:
@@ -125,6 +134,7 @@ class AllocContext:
         # The one place rollouts are counted: every request is generated and paid for.
         if not requests:
             return []
+        self.ledger.sampling_round()
         outs = self.backend.generate(list(requests))
         if len(outs) != len(requests):
             raise RuntimeError(f"backend returned {len(outs)} results for {len(requests)} requests")
@@ -164,6 +174,8 @@ class Allocator(ABC):
         check_backend(type(self), ctx.backend)
         batch = self.allocate(ctx)
         ctx.ledger.trained(batch.rollouts)
+        # epochs through the pool so far: prompts drawn (evicted ones left the pool, not the count) / pool size
+        batch.stats["alloc/pool_epochs"] = ctx.stream.epochs_drawn
         return batch
 
     @abstractmethod

@@ -1,11 +1,11 @@
-"""CLI of pcbench.bench (see the package docstring): sample_efficiency | throughput | regime."""
+"""CLI of pcbench.bench (see the package docstring): sample_efficiency | regime_map | throughput | regime."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from pcbench.bench import regime, sample_efficiency, throughput
+from pcbench.bench import regime, regime_map, sample_efficiency, throughput
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -13,6 +13,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     se = sub.add_parser("sample_efficiency", help="every allocator x seeds: rollouts-to-target and wall-clock")
     sample_efficiency.add_arguments(se)
+    rm = sub.add_parser("regime_map", help="where Pilot-Commit pays off: GRPO, DAPO, PC and an A/A per cell of a "
+                        "committed grid (conf/bench/regime_map.yaml), resumable by --part / --cells")
+    regime_map.add_arguments(rm)
     tp = sub.add_parser("throughput", help="embedded sampler vs transformers generate, tokens/s")
     throughput.add_arguments(tp)
     rg = sub.add_parser("regime", help="regime card of run folders (embedded or verl): zero-variance shares, "
@@ -28,6 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "sample_efficiency":
             return sample_efficiency.main(args, argv)
+        if args.command == "regime_map":
+            return regime_map.main(args, argv)
         if args.command == "regime":
             return regime.main(args)
         return throughput.main(args, argv)

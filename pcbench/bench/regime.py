@@ -31,7 +31,10 @@ from pcbench.ledger import PASS_BINS
 EDGE_STEPS = 5  # "start" / "end" of a run: its first / last this many training steps
 REGIME_COLUMNS = ("method", "seed", "step", "cumulative_rollouts", "groups", "all_correct", "all_wrong", "mixed",
                   "sampled_kind", "sampled", "sampled_all_correct", "sampled_all_wrong", "zero_seen",
-                  "zero_later_solved")
+                  "zero_later_solved", "rollouts_step", "rounds", "sampled_in_band", "signal", "pool_epochs")
+# per step (docs/method.md#regime-map): rollouts_step generated, rounds = generation calls (sampling
+# rounds), sampled_in_band = sampled groups with 1/8 <= p <= 3/4, signal = sum of p(1-p) over the
+# trained groups, pool_epochs = prompts drawn so far / pool size (NaN in runs logged before them)
 # what counts as "the groups a method sampled before filtering": PC's pilots, else plain groups
 SAMPLED_KINDS = ("pilot", "plain")
 
@@ -66,6 +69,9 @@ def regime_table(metrics: pd.DataFrame) -> pd.DataFrame:
             "sampled": _col(rows, pre + "groups").fillna(0), "sampled_all_correct": _col(rows, pre + "all_correct").fillna(0),
             "sampled_all_wrong": _col(rows, pre + "all_wrong").fillna(0),
             "zero_seen": _col(rows, "alloc/zero_seen"), "zero_later_solved": _col(rows, "alloc/zero_later_solved"),
+            "rollouts_step": _col(rows, "rollouts/step"), "rounds": _col(rows, "rollouts/rounds"),
+            "sampled_in_band": _col(rows, pre + "in_band"), "signal": _col(rows, "alloc/signal"),
+            "pool_epochs": _col(rows, "alloc/pool_epochs"),
             **{f"hist/{label}": _col(rows, pre + f"hist/{label}").fillna(0) for *_, label in PASS_BINS}}))
     if not parts:
         return pd.DataFrame(columns=list(REGIME_COLUMNS))
@@ -142,7 +148,40 @@ def _pct(x) -> str:
     return "-" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{100 * x:.1f}%"
 
 
-def card_md(summaries: list[dict], checks: list[dict], title: str = "Regime card") -> str:
+def warm_start_pools(runs: pd.DataFrame | None) -> dict[str, dict]:
+    """{data setup: pass-rate histogram of its pool after the warm start} from the runs' summary.json
+    (details.warmstart, written by the embedded backend; absent for verl runs): one per setup."""
+    import json
+
+    out: dict[str, dict] = {}
+    for _, run in (runs if runs is not None else pd.DataFrame(columns=["path", "data"])).iterrows():
+        if run["data"] in out:
+            continue
+        path = Path(run["path"]) / "summary.json"
+        try:
+            ws = json.loads(path.read_text()).get("details", {}).get("warmstart", {})
+        except (OSError, ValueError):
+            continue
+        if "histogram" in ws:
+            out[run["data"]] = {"histogram": ws["histogram"], "per_tier": ws.get("per_tier", {}),
+                                "in_band": ws.get("in_band"), "n": ws.get("n_rollouts")}
+    return out
+
+
+def pools_md(pools: dict[str, dict]) -> list[str]:
+    if not pools:
+        return []
+    labels = list(next(iter(pools.values()))["histogram"])
+    out = ["", "## The pool after the warm start (pass rates over n rollouts of 256 training prompts)", "",
+           "| data | n | " + " | ".join(labels) + " | in the band [1/8, 3/4] | per tier |", "|" + "---|" * (len(labels) + 4)]
+    for name, p in pools.items():
+        tiers = ", ".join(f"{t} {_pct(v)}" for t, v in p["per_tier"].items())
+        out.append(f"| {name} | {p['n'] or '-'} | " + " | ".join(_pct(p["histogram"].get(k)) for k in labels)
+                   + f" | {_pct(p['in_band'])} | {tiers} |")
+    return out
+
+
+def card_md(summaries: list[dict], checks: list[dict], title: str = "Regime card", pools: dict | None = None) -> str:
     """Markdown of the regime card (the numbers behind the figure)."""
     out = [f"# {title}", "",
            "Shares are over every step and seed of a method. trained: the groups it updated on "
@@ -180,7 +219,7 @@ def card_md(summaries: list[dict], checks: list[dict], title: str = "Regime card
     for s in summaries:
         cells = [f"{_pct(s['per_set'][k][0])} -> {_pct(s['per_set'][k][1])}" if k in s["per_set"] else "-" for k in sets]
         out.append(f"| {s['method']} | " + " | ".join(cells) + " |")
-    return "\n".join(out + [""])
+    return "\n".join(out + pools_md(pools or {}) + [""])
 
 
 def build_card(metrics: pd.DataFrame) -> tuple[pd.DataFrame, list[dict], list[dict]]:
@@ -207,7 +246,7 @@ def main(args) -> int:
         print(f"no run folders with metrics under {', '.join(map(str, args.results))}")
         return 2
     table, summaries, checks = build_card(metrics)
-    text = card_md(summaries, checks)
+    text = card_md(summaries, checks, pools=warm_start_pools(runs))
     print(text)
     if args.out is not None:
         from pcbench.bench.regime_plot import draw_regime_card

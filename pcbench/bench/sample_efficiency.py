@@ -132,7 +132,7 @@ def benchmark_extras(runs, metrics, aa_present: list[str], args) -> tuple[dict, 
     regime card next to the report. -> (report fields, warnings)."""
     from analysis.runs import load_runs
     from pcbench.bench.aa import AA, aa_record, curves_table, grpo_targets
-    from pcbench.bench.regime import build_card, card_md
+    from pcbench.bench.regime import build_card, card_md, warm_start_pools
     from pcbench.bench.regime_plot import draw_regime_card
     from pcbench.bench.tables import rollouts_records
 
@@ -151,7 +151,7 @@ def benchmark_extras(runs, metrics, aa_present: list[str], args) -> tuple[dict, 
     curves_table(both).to_csv(args.out / "curves.csv", index=False)
     regime, summaries, checks = build_card(metrics)
     regime.to_csv(args.out / "regime.csv", index=False)
-    atomic_write_text(args.out / "regime_card.md", card_md(summaries, checks))
+    atomic_write_text(args.out / "regime_card.md", card_md(summaries, checks, pools=warm_start_pools(runs)))
     draw_regime_card(regime, summaries, args.out)
     extra["regime_checks"] = checks
     return extra, warnings

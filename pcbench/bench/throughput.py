@@ -113,7 +113,7 @@ def main(args, argv: list[str]) -> int:
     os.environ["OMP_NUM_THREADS"] = str(args.threads)
     meta = provenance(argv)
     cfg = compose_cfg(args.override)
-    tok, task = CharTokenizer(), SyntheticTask.build(cfg.data)
+    tok, task = CharTokenizer(), SyntheticTask.for_run(cfg)
     if args.weights == "warmstart":
         model, _ = load_or_train(cfg, task, tok, log=print)
     else:

@@ -20,7 +20,7 @@ if str(ROOT) not in sys.path:
 
 # keys every value of which is valid, with the reason (none today)
 UNCHECKED: dict[str, str] = {}
-WHOLE = ("method.extra", "model.override_config")  # mappings checked as one key
+WHOLE = ("method.extra", "model.override_config", "data.warmstart_reserve")  # mappings checked as one key
 
 
 def dataclass_keys(cls, prefix: str = "") -> list[str]:
@@ -59,7 +59,7 @@ def schemas() -> dict[str, list[str]]:
 
     conf = ROOT / "conf"
     verl_models = sorted({k for p in conf.glob("model/*.yaml") if p.stem != "tiny" for k in yaml_keys(p, "model")})
-    verl_data = sorted({k for p in conf.glob("data/*.yaml") if p.stem != "synthetic" for k in yaml_keys(p, "data")})
+    verl_data = sorted({k for p in conf.glob("data/*.yaml") if not p.stem.startswith("synthetic") for k in yaml_keys(p, "data")})
     return {
         "RootConfig (pcbench/config.py)": dataclass_keys(RootConfig),
         "backend=embedded": yaml_keys(conf / "backend/embedded.yaml", "backend"),

@@ -23,7 +23,7 @@ def warm_start(cache, *overrides):
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
         cfg = compose(config_name="config", overrides=[f"paths.cache={cache}", *overrides])
     check_config(cfg)
-    return load_or_train(cfg, SyntheticTask.build(cfg.data), CharTokenizer(), log=lambda *_: None)[1]
+    return load_or_train(cfg, SyntheticTask.for_run(cfg), CharTokenizer(), log=lambda *_: None)[1]
 
 
 def test_warm_start_stops_once_the_tier_passes_at_the_rate(tmp_path):

@@ -107,24 +107,44 @@ def test_adversarial_case(case_id, response, gold, expected, stats, in_tmp_cwd, 
     assert os.getcwd() == str(in_tmp_cwd)
 
 
-def _in_thread(fn):
+def _in_thread(fn, bound_s: float):
     out: list = []
     thread = threading.Thread(target=lambda: out.append(fn()))
     thread.start()
-    thread.join(timeout=60)
-    assert out, "the call raised or hung in its thread"
+    thread.join(timeout=bound_s)
+    assert out, f"the call raised or outlived the guard's own worst case ({bound_s:.0f} s)"
     return out[0]
 
 
-def test_adversarial_corpus_in_a_thread(stats, in_tmp_cwd, child_pids) -> None:
-    """The same corpus through the process guard (the path verl takes)."""
-    before = child_pids()
+def test_adversarial_corpus_in_a_thread(stats, in_tmp_cwd, child_pids, monkeypatch) -> None:
+    """The same corpus through the process guard (the path verl takes). No wall-clock bound of the
+    test's own: on a loaded machine a worker restarted after a timeout spends seconds importing
+    sympy before the next call (once 5.47 s against a former 5 s bound), and that start is, by
+    design, not charged to any call. What is checked instead is the bound the code sets: every
+    wait for a reply is at most timeout_s + grace_s, every restart follows a reply wait that
+    expired, and a call that outlives the guard's own worst case (a worker start plus two
+    bounded waits) counts as a hang."""
+    from pcbench.reward import procguard
+
+    guard = procguard.default_guard()
+    waits: list[tuple[float, bool]] = []  # (bound asked for, expired) of each reply wait
+    read_line = procguard._Worker.read_line
+
+    def recording(self, timeout):
+        line = read_line(self, timeout)
+        if timeout != guard.startup_timeout_s:  # wait_ready's wait for a fresh worker is not a reply wait
+            waits.append((timeout, line is None))
+        return line
+
+    monkeypatch.setattr(procguard._Worker, "read_line", recording)
+    worst = guard.startup_timeout_s + 2 * (1.0 + guard.grace_s)  # compute_score's timeout_s is 1.0
+    before, restarts = child_pids(), guard.restarts
     for case_id, response, gold, expected in CORPUS:
-        start = time.perf_counter()
-        result = _in_thread(lambda: compute_score(response, gold, stats=stats))
-        assert time.perf_counter() - start < BOUND_S, case_id
+        result = _in_thread(lambda: compute_score(response, gold, stats=stats), worst)
         if expected is not None:
             assert result.score == expected, (case_id, result)
+    assert waits and all(bound <= 1.0 + guard.grace_s for bound, _ in waits), waits
+    assert guard.restarts - restarts <= sum(expired for _, expired in waits)
     assert _marker_files(in_tmp_cwd) == []
     after = child_pids()
     if after is not None:

@@ -19,11 +19,12 @@ _DRAWN: set[str] = set()  # data configs already drawn once in this process (a s
 def check_backend_config(cfg) -> None:
     from pcbench.backends.embedded.task import SyntheticTask
 
-    key = json.dumps(OmegaConf.to_container(cfg.data, resolve=True), sort_keys=True)
+    key = json.dumps([OmegaConf.to_container(cfg.data, resolve=True),
+                      (cfg.model.get("warmstart") or {}).get("stop_tier")], sort_keys=True)
     if key in _DRAWN:
         return
     try:
-        SyntheticTask.build(cfg.data)
+        SyntheticTask.for_run(cfg)
         _DRAWN.add(key)
     except (ValueError, TypeError) as e:  # sizes the tiers cannot hold
         raise ConfigError(f"data={cfg.data.name}: {e} (data.train_size, data.val_size, data.sft_size draw "

@@ -10,6 +10,15 @@ sample variance k/(k-1) p_i (1 - p_i). It is what repeating the evaluation of th
 weights would scatter by. `val/acc_se_problems` (stricter: the SE of the mean of the p_i over
 problems, std(p_i) / sqrt(N)) adds the spread from which problems were drawn; it is what
 a different held-out set of the same size would scatter by.
+
+`data.val_mode: exact` replaces the samples by one teacher-forced pass: a problem's pass rate is
+the exact probability that sampling at the validation temperature / top_p writes its gold
+response (`\\boxed{<answer>}` then EOS), the product over its tokens of the top-p-truncated,
+renormalised next-token probability (docs/method.md#exact-evaluation). It has no sampling noise
+(`val/acc_se` = 0), costs one forward pass of the problems instead of val_size x val_samples
+decoded rollouts, and is a lower bound of the sampled pass rate: the verifier also accepts
+responses that are not the gold string (text after the box before EOS, say). The gap is
+measured, not assumed (tests/embedded/test_exact_eval.py).
 """
 
 from __future__ import annotations
@@ -19,6 +28,8 @@ import torch
 
 from pcbench.allocators.base import Request
 from pcbench.backends.embedded.generation import EmbeddedRollouts
+from pcbench.backends.embedded.policy import build_token_batch
+from pcbench.backends.embedded.sampler import top_p_filter
 
 
 def pass_rates(model, tok, problems, cfg, k: int, gen: torch.Generator) -> np.ndarray:
@@ -27,6 +38,27 @@ def pass_rates(model, tok, problems, cfg, k: int, gen: torch.Generator) -> np.nd
                             temperature=float(cfg.train.val_temperature), top_p=float(cfg.train.val_top_p),
                             generator=gen)
     return np.array([float(r.acc.mean()) for r in roll.generate([Request(p.pid, k, "plain") for p in problems])])
+
+
+@torch.no_grad()
+def exact_pass_rates(model, tok, problems, temperature: float, top_p: float, chunk: int = 1024) -> np.ndarray:
+    """-> (N,) probability that one sample at (temperature, top_p) is exactly each problem's gold
+    response (solution + EOS): one teacher-forced forward pass, no sampling."""
+    out = []
+    for start in range(0, len(problems), chunk):
+        part = problems[start:start + chunk]
+        b = build_token_batch([[tok.bos_id] + tok.encode(p.prompt) for p in part],
+                              [tok.encode(p.solution) + [tok.eos_id] for p in part], tok.pad_id)
+        logits = model(input_ids=b.ids, attention_mask=b.attn, position_ids=b.pos).logits  # (N, L, V)
+        T = b.resp_mask.shape[1]
+        pred = logits[:, b.prompt_len - 1:b.prompt_len - 1 + T].float() / temperature  # (N, T, V)
+        N, _, V = pred.shape
+        kept = top_p_filter(pred.reshape(N * T, V), top_p).reshape(N, T, V)  # what the sampler may draw
+        target = b.ids[:, b.prompt_len:b.prompt_len + T]  # (N, T)
+        lp = torch.log_softmax(kept, dim=-1).gather(-1, target[..., None]).squeeze(-1)  # (N, T), -inf if cut
+        lp = torch.where(b.resp_mask.bool(), lp, torch.zeros_like(lp))
+        out.append(lp.sum(-1).exp().double().numpy())
+    return np.concatenate(out) if out else np.zeros(0)
 
 
 def summarize(rates: np.ndarray, k: int) -> dict[str, float]:
@@ -38,17 +70,27 @@ def summarize(rates: np.ndarray, k: int) -> dict[str, float]:
 
 
 @torch.no_grad()
-def evaluate(model, tok, task, cfg, step: int) -> dict[str, float]:
+def evaluate(model, tok, task, cfg, step: int, cross_check: bool = False) -> dict[str, float]:
     """-> val/acc, val/acc_se, val/acc_se_problems, val/<tier>/acc, ood/<set>/acc. Its rng depends
-    only on (seed, step), so evaluating never perturbs the training sample stream."""
+    only on (seed, step), so evaluating never perturbs the training sample stream. In exact mode
+    `cross_check` (the trainer sets it at the last step) also logs the sampled accuracy of the same
+    weights, val/acc_sampled and its SE, so every run carries the exact-vs-sampled gap."""
     gen = torch.Generator().manual_seed(int(cfg.seed) * 1_000_003 + step)
     k = int(cfg.data.val_samples)
-    rates = pass_rates(model, tok, task.val, cfg, k, gen)
+    exact = cfg.data.get("val_mode", "sampled") == "exact"
+    temp, top_p = float(cfg.train.val_temperature), float(cfg.train.val_top_p)
+    rates = exact_pass_rates(model, tok, task.val, temp, top_p) if exact else pass_rates(model, tok, task.val, cfg, k, gen)
     out = {f"val/{key}": v for key, v in summarize(rates, k).items()}
+    if exact:
+        out["val/acc_se"] = 0.0  # the same weights give the same number: no measurement noise
+        if cross_check:
+            sampled = summarize(pass_rates(model, tok, task.val, cfg, k, gen), k)
+            out["val/acc_sampled"], out["val/acc_sampled_se"] = sampled["acc"], sampled["acc_se"]
     tiers = np.array([p.tier for p in task.val])
     for tier in sorted(set(tiers)):
         out[f"val/{tier}/acc"] = float(rates[tiers == tier].mean())
     k_ood = int(cfg.data.get("ood_samples", k))  # OOD sets are watched, not scored: fewer samples
     for name, problems in task.ood.items():
-        out[f"ood/{name}/acc"] = float(pass_rates(model, tok, problems, cfg, k_ood, gen).mean())
+        ood = exact_pass_rates(model, tok, problems, temp, top_p) if exact else pass_rates(model, tok, problems, cfg, k_ood, gen)
+        out[f"ood/{name}/acc"] = float(ood.mean())
     return out

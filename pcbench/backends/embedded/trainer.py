@@ -36,7 +36,7 @@ class EmbeddedRun:
         if int(cfg.train.threads) > 0:
             torch.set_num_threads(int(cfg.train.threads))
         self.tok = CharTokenizer()
-        self.task = SyntheticTask.build(cfg.data)
+        self.task = SyntheticTask.for_run(cfg)
         self.model, self.warmstart = load_or_train(cfg, self.task, self.tok, log=log)
         t = cfg.train
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=float(t.lr), weight_decay=float(t.weight_decay))
@@ -63,7 +63,8 @@ class EmbeddedRun:
         ledger = self.ledger.close_step()
         evals = {}
         if self.step % int(self.cfg.train.eval_every) == 0 or self.step == int(self.cfg.train.steps):
-            evals = evaluate(self.model, self.tok, self.task, self.cfg, self.step)
+            evals = evaluate(self.model, self.tok, self.task, self.cfg, self.step,
+                             cross_check=self.step == int(self.cfg.train.steps))
         step_s = time.perf_counter() - t0
         self.elapsed += step_s
         extra = {"time/generate_s": gen_s, "perf/gen_tokens_per_s": tokens / gen_s if gen_s > 0 else 0.0,

@@ -5,7 +5,9 @@ method). A few hundred SFT steps on demonstrations disjoint from the RL and vali
 prompts give easy tiers high pass rates and hard tiers none, as a pretrained base model
 would. The checkpoint is cached under paths.cache keyed by everything that determines it,
 so the three methods of a sweep (and later sweeps) share one; a file lock keeps parallel
-jobs from training it twice.
+jobs from training it twice. The key holds the warm-start settings only (the model, the SFT
+data, the probe's sampling settings), never the RL pool's: every pool shape trains from the
+same weights. The pass-rate report over a pool's prompts is cached apart, per pool.
 """
 
 from __future__ import annotations
@@ -31,10 +33,28 @@ HIST_EDGES = (0.0, 1e-9, 0.125, 0.375, 0.625, 0.875, 1.0 - 1e-9, 1.0)
 HIST_LABELS = ("p=0", "(0,1/8)", "[1/8,3/8)", "[3/8,5/8)", "[5/8,7/8)", "[7/8,1)", "p=1")
 
 
+# data keys the warm start reads (task.warmstart_problems, the probe's max_response_tokens); every
+# other data key shapes the RL pool and must not move the warm start (docs/method.md#embedded-task)
+WARMSTART_DATA_KEYS = ("seed", "reverse", "sft_size", "sft_tiers", "warmstart_reserve", "max_response_tokens")
+
+
+def _digest(blob: dict) -> str:
+    return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:12]
+
+
 def cache_key(cfg) -> str:
-    blob = json.dumps({"model": OmegaConf.to_container(cfg.model, resolve=True),
-                       "data": OmegaConf.to_container(cfg.data, resolve=True), "v": 2}, sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+    """The warm start's identity: the model (with its warmstart block), the SFT data, the probe's
+    RL sampling settings (train.temperature / top_p)."""
+    data = OmegaConf.to_container(cfg.data, resolve=True)
+    return _digest({"model": OmegaConf.to_container(cfg.model, resolve=True),
+                    "data": {k: data.get(k) for k in WARMSTART_DATA_KEYS},
+                    "sampling": [float(cfg.train.temperature), float(cfg.train.top_p)], "v": 3})
+
+
+def pool_key(cfg) -> str:
+    """The identity of a pass-rate report: the warm start, the whole data config, the group size."""
+    return _digest({"warmstart": cache_key(cfg), "data": OmegaConf.to_container(cfg.data, resolve=True),
+                    "n": int(cfg.rollout.n), "v": 1})
 
 
 def load_or_train(cfg, task: SyntheticTask, tok: CharTokenizer, log=print):
@@ -58,7 +78,7 @@ def load_or_train(cfg, task: SyntheticTask, tok: CharTokenizer, log=print):
             os.replace(tmp, weights)
             atomic_write_json(report_path, report)
     model.load_state_dict(torch.load(weights, weights_only=True))
-    report = json.loads(report_path.read_text())
+    report = {**json.loads(report_path.read_text()), **pool_report(model, task, tok, cfg, cache)}
     log(f"warm start ({report.get('sft_steps', '?')} SFT steps) pass-rate histogram over training prompts: "
         + ", ".join(f"{k} {v:.0%}" for k, v in report["histogram"].items()))
     return model, report
@@ -75,10 +95,9 @@ def train_warm_start(model, task: SyntheticTask, tok: CharTokenizer, cfg, log=pr
     try:
         probe = competence_probe(model, task, tok, cfg)
         sft_steps = sft(model, task, tok, cfg.model.warmstart, probe)
-        report = pass_rate_report(model, task, tok, cfg)
     finally:
         torch.set_num_threads(threads)
-    report["sft_steps"] = sft_steps
+    report = {"sft_steps": sft_steps}
     if probe is not None:
         report["stop"] = probe.record
         if probe.record["reached_at"] is None:
@@ -114,13 +133,13 @@ def sft(model, task: SyntheticTask, tok: CharTokenizer, ws, probe=None) -> int:
 
 
 class CompetenceProbe:
-    """Stop the warm start once RL prompts of one tier are solved at a given rate.
+    """Stop the warm start once probe prompts of one tier are solved at a given rate.
 
     Why: learning a tier is abrupt (the default's add33 went 16% -> 73% between SFT steps 2,200
     and 2,300), so a fixed step count lands anywhere on that edge when float sums change (the
     thread count did it). Stopping at a measured pass rate lands at the same competence.
-    The probe samples `n` rollouts at the RL sampling settings for each of up to 64 training
-    prompts of the tier (fixed prompts, fixed generator seed per check).
+    The probe samples `n` rollouts at the RL sampling settings for each of the 64 probe prompts
+    of the tier (task.probe: fixed prompts of the warm-start stream, fixed generator seed per check).
     """
 
     def __init__(self, model, probs, tok, cfg, tier: str, rate: float, n: int = 8):
@@ -144,10 +163,10 @@ def competence_probe(model, task: SyntheticTask, tok: CharTokenizer, cfg) -> Com
     tier = ws.get("stop_tier")
     if not tier:
         return None
-    probs = [p for p in task.train if p.tier == tier][:64]
-    if not probs:  # the rules check this at composition; a task built elsewhere may still miss it
-        raise ValueError(f"model.warmstart.stop_tier={tier}: no RL training prompt of that tier (data.tiers)")
-    return CompetenceProbe(model, probs, tok, cfg, str(tier), float(ws.stop_pass_rate))
+    if not task.probe or any(p.tier != tier for p in task.probe):  # a task built without for_run(cfg)
+        raise ValueError(f"model.warmstart.stop_tier={tier}: the task has no probe prompts of that tier; "
+                         f"build it with SyntheticTask.for_run(cfg)")
+    return CompetenceProbe(model, task.probe, tok, cfg, str(tier), float(ws.stop_pass_rate))
 
 
 @torch.no_grad()
@@ -163,6 +182,21 @@ def pass_rates(model, tok: CharTokenizer, probs, cfg, n: int, seed: int) -> np.n
     return np.array([float(r.acc.mean()) for r in gen.generate([Request(p.pid, n, "plain") for p in probs])])
 
 
+def pool_report(model, task: SyntheticTask, tok: CharTokenizer, cfg, cache: Path) -> dict:
+    """pass_rate_report of this pool after the warm start, cached per pool (pool_key)."""
+    path = cache / f"pool-{pool_key(cfg)}.json"
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not path.exists():
+            threads = torch.get_num_threads()
+            torch.set_num_threads(1)  # as the warm start: bit-identical whatever train.threads says
+            try:
+                atomic_write_json(path, pass_rate_report(model, task, tok, cfg))
+            finally:
+                torch.set_num_threads(threads)
+    return json.loads(path.read_text())
+
+
 @torch.no_grad()
 def pass_rate_report(model, task: SyntheticTask, tok: CharTokenizer, cfg, n_prompts: int = 256) -> dict:
     """Per-prompt pass rate over a sample of RL training prompts, n rollouts each, at rollout settings."""
@@ -174,4 +208,6 @@ def pass_rate_report(model, task: SyntheticTask, tok: CharTokenizer, cfg, n_prom
     return {"n_prompts": len(probs), "n_rollouts": n,
             "histogram": {lab: float(c) / len(rates) for lab, c in zip(HIST_LABELS, counts)},
             "mean_pass_rate": float(rates.mean()),
+            # the paper's band (1/8 <= p <= 3/4) at this n: the supply a Pilot-Commit pilot could keep
+            "in_band": float(np.mean((rates >= 0.125) & (rates <= 0.75))),
             "per_tier": {t: float(np.mean([r for r, p in zip(rates, probs) if p.tier == t])) for t in tiers}}

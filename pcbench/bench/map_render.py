@@ -1,0 +1,170 @@
+"""The regime map's outputs: regime_map.json / .md next to the CSVs, and the heatmap
+(paper_figures/regime_map.{png,pdf,csv}): PC/GRPO per cell with its interval and A/A verdict,
+annotated with PC's sampling rounds per step and the in-band share of its fresh pilots."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from pcbench.bench.map_scoring import AA_BAND, criteria_met, score_map
+from pcbench.rundir import atomic_write_json, atomic_write_text
+
+
+def _x(r: dict | None) -> str:
+    if not r or r.get("ratio") is None:
+        return "-"
+    high = "inf" if r.get("high_inf") else (f"{r['high']:.2f}" if r.get("high") is not None else "?")
+    low = f"{r['low']:.2f}" if r.get("low") is not None else "?"
+    return f"{r['ratio']:.2f}x [{low}, {high}]"
+
+
+def _p(v) -> str:
+    return "-" if v is None or (isinstance(v, float) and not math.isfinite(v)) else f"{100 * v:.0f}%"
+
+
+def _f(v, fmt="{:.2f}") -> str:
+    return "-" if v is None else fmt.format(v)
+
+
+def report_md(report: dict) -> str:
+    grid, cells = report["grid"], report["cells"]
+    pm = grid["paper_matched"]
+    out = ["# Regime map: where does Pilot-Commit pay off?", "",
+           f"Grid `{report['grid_path']}` (committed before the runs). Seeds per cell: DAPO and Pilot-Commit "
+           f"{grid['seeds']}, GRPO {grid['grpo_seeds']} + {grid['aa_seeds']} for the A/A. Target per cell: GRPO's best "
+           f"seed-mean val/acc. Ratios: median rollouts-to-target of the baseline over the method's, 95% bootstrap "
+           f"interval. A cell resolves when its A/A interval lies inside [{AA_BAND[0]}, {AA_BAND[1]}]; a cell that "
+           "does not makes no claim.", "",
+           "| cell | " + " | ".join(grid["knobs"]) + " | runs | target | A/A | resolves | PC vs GRPO | predicted | PC vs DAPO "
+           "| GRPO zero-var | PC rounds/step | PC pilots in band | PC epochs at target |",
+           "|" + "---|" * (len(grid["knobs"]) + 12)]
+    for name, c in cells.items():
+        levels = c["levels"]
+        runs = "complete" if c["runs"]["complete"] else "partial: " + ", ".join(f"{k} {v}" for k, v in c["runs"]["counts"].items())
+        if c["status"] != "scored":
+            out.append(f"| {name} | " + " | ".join(levels.values()) + f" | {c['status']} |" + " |" * 11)
+            continue
+        r = c["regime"]
+        out.append(f"| {name} | " + " | ".join(levels.values()) + f" | {runs} | {_p(c['target'])} | {_x(c['aa'])} "
+                   f"| {'yes' if c['aa']['resolves'] else 'NO'} | {_x(c['pc_vs_grpo'])} "
+                   f"| {_f(c['predicted'].get('pilot_commit'), '{:.2f}x')} | {_x(c['pc_vs_dapo'])} "
+                   f"| {_p(r['grpo_zero_variance'])} | {_f(r['pc_rounds_per_step'])} | {_p(r['pc_in_band'])} "
+                   f"| {_f(r['pc_epochs_at_target'])} |")
+    out += ["", "## Predicted vs measured speedup over GRPO", "",
+            "Predicted = (learning signal per step / GRPO's) / (rollouts per step / GRPO's), the signal being the "
+            "sum of p(1-p) over a step's trained groups; means over each method's seeds and steps (per run: the .json).",
+            "", "| cell | method | signal / GRPO's | rollouts / GRPO's | predicted | measured |", "|---|---|---|---|---|---|"]
+    for name, c in cells.items():
+        if c["status"] != "scored":
+            continue
+        for method, key in (("pilot_commit", "pc_vs_grpo"), ("dapo", "dapo_vs_grpo")):
+            if method in c["predicted"]:
+                out.append(f"| {name} | {method} | {_f(c['signal_ratio'].get(method))} | {_f(c['rollouts_ratio'].get(method))} "
+                           f"| {_f(c['predicted'].get(method), '{:.2f}x')} | {_x(c[key])} |")
+    out += ["", f"## Pre-registered paper-matched cell: `{pm['cell']}`", ""]
+    c = cells.get(pm["cell"], {})
+    if c.get("status") == "scored":
+        met = report["paper_matched"]["met"]
+        r = c["regime"]
+        crit = pm["criteria"]
+        out += ["| criterion | goal | measured | met |", "|---|---|---|---|",
+                f"| GRPO zero-variance share | {crit['grpo_zero_variance']} | {_p(r['grpo_zero_variance'])} "
+                f"| {met['grpo_zero_variance']} |",
+                f"| PC sampling rounds per step | <= {crit['pc_rounds_per_step_max']} | {_f(r['pc_rounds_per_step'])} "
+                f"| {met['pc_rounds_per_step']} |",
+                f"| PC pool epochs at target | {crit['epochs_at_target']} | {_f(r['pc_epochs_at_target'])} "
+                f"| {met['epochs_at_target']} |", "",
+                f"PC vs GRPO {_x(c['pc_vs_grpo'])}, vs DAPO {_x(c['pc_vs_dapo'])}; A/A {_x(c['aa'])} "
+                f"({'resolves' if c['aa']['resolves'] else 'does not resolve'})."]
+    else:
+        out.append(f"not scored yet ({c.get('status', 'absent')})")
+    out += ["", "Cells meeting every paper-matched criterion: "
+            + (", ".join(report["paper_matched"]["cells_meeting"]) or "none"), ""]
+    if report["failures"]:
+        out += ["## Failed runs", ""] + [f"- {f['method']} seed {f['seed']}: {f['error']}" for f in report["failures"]]
+    return "\n".join(out + [""])
+
+
+def run_counts(curves: pd.DataFrame, grid: dict) -> dict:
+    """Finished runs per method (and the A/A) in one cell against the grid's plan; complete when all are in."""
+    have = curves.groupby(["method", "seed_set"])["seed"].nunique().to_dict() if len(curves) else {}
+    plan = {("grpo", "main"): int(grid["grpo_seeds"]), ("grpo", "aa"): int(grid["aa_seeds"]),
+            **{(m, "main"): int(grid["seeds"]) for m in grid["methods"] if m != "grpo"}}
+    counts = {f"{m}{'_aa' if s == 'aa' else ''}": f"{have.get((m, s), 0)}/{n}" for (m, s), n in plan.items()}
+    return {"counts": counts, "complete": all(have.get(k, 0) >= n for k, n in plan.items())}
+
+
+def heatmap_table(report: dict) -> pd.DataFrame:
+    rows = []
+    for name, c in report["cells"].items():
+        row = {"cell": name, **c["levels"], "status": c["status"]}
+        if c["status"] == "scored":
+            pc = c["pc_vs_grpo"]
+            row.update(pc_vs_grpo=pc["ratio"], low=pc["low"], high=pc["high"], aa_resolves=c["aa"]["resolves"],
+                       predicted=c["predicted"].get("pilot_commit"), rounds=c["regime"]["pc_rounds_per_step"],
+                       in_band=c["regime"]["pc_in_band"])
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def draw_heatmap(table: pd.DataFrame, knobs: list[str], out_dir: Path) -> list[Path]:
+    """Rows: the first knob's levels; columns: the other knobs' level combinations. Colour: log2 PC/GRPO."""
+    import matplotlib.colors as mcolors
+    import numpy as np
+
+    from analysis.plotstyle import save_figure
+    import matplotlib.pyplot as plt
+
+    first, rest = knobs[0], knobs[1:]
+    row_levels = list(dict.fromkeys(table[first]))
+    col_keys = list(dict.fromkeys(tuple(r[k] for k in rest) for _, r in table.iterrows()))
+    fig, ax = plt.subplots(figsize=(2.3 * len(col_keys) + 1.5, 1.7 * len(row_levels) + 1.0))
+    val = np.full((len(row_levels), len(col_keys)), np.nan)
+    for _, r in table.iterrows():
+        i, j = row_levels.index(r[first]), col_keys.index(tuple(r[k] for k in rest))
+        if r["status"] == "scored" and r.get("pc_vs_grpo") is not None and not pd.isna(r.get("pc_vs_grpo")):
+            val[i, j] = math.log2(r["pc_vs_grpo"])
+        text = r["status"]
+        if r["status"] == "scored":
+            ratio = "-" if pd.isna(r.get("pc_vs_grpo")) else f"{r['pc_vs_grpo']:.2f}x"
+            ci = f"[{_f(None if pd.isna(r.get('low')) else r['low'])}, {_f(None if pd.isna(r.get('high')) else r['high'])}]"
+            text = (f"{ratio} {ci}\nA/A {'ok' if r['aa_resolves'] else 'NO'}"
+                    f"\nrounds {_f(None if pd.isna(r.get('rounds')) else r['rounds'], '{:.1f}')}, "
+                    f"in band {_p(None if pd.isna(r.get('in_band')) else r['in_band'])}")
+        ax.text(j, i, text, ha="center", va="center", fontsize=7)
+    ax.imshow(np.ma.masked_invalid(val), cmap="RdBu", norm=mcolors.TwoSlopeNorm(0.0, -1.5, 1.5), aspect="auto")
+    ax.set_xticks(range(len(col_keys)), ["/".join(k) for k in col_keys])
+    ax.set_yticks(range(len(row_levels)), row_levels)
+    ax.set_xlabel(" / ".join(rest))
+    ax.set_ylabel(first)
+    ax.set_title("Pilot-Commit vs GRPO, rollouts to target (blue: PC ahead)")
+    return save_figure(fig, table, out_dir, "regime_map")
+
+
+def write_outputs(grid: dict, cell_names: list[str], curves: pd.DataFrame, regime: pd.DataFrame,
+                  pools: pd.DataFrame, args, meta: dict, results: list[dict]) -> dict:
+    from pcbench.bench.regime_map import cells
+
+    scores = score_map(curves, regime, cell_names, args.n_boot)
+    levels = {c.name: dict(c.levels) for c in cells(grid)}
+    for name, c in scores.items():
+        c["levels"] = levels[name]
+        c["runs"] = run_counts(curves[curves["cell"] == name], grid)
+        c["pool"] = {r["key"]: r["value"] for _, r in pools[pools["cell"] == name].iterrows()} if len(pools) else {}
+    pm = grid["paper_matched"]
+    meeting = [n for n, c in scores.items() if c["status"] == "scored"
+               and all(v is True for v in criteria_met(c["regime"], pm["criteria"]).values())]
+    target = scores.get(pm["cell"], {})
+    report = {"provenance": meta, "grid_path": str(args.grid), "grid": grid, "cells": scores,
+              "paper_matched": {"cell": pm["cell"], "cells_meeting": meeting,
+                                "met": criteria_met(target["regime"], pm["criteria"]) if target.get("status") == "scored" else {}},
+              "failures": [r for r in results if r["status"] != "finished"], "runs": results}
+    atomic_write_json(args.out / "regime_map.json", report)
+    atomic_write_text(args.out / "regime_map.md", report_md(report))
+    if any(c["status"] == "scored" for c in scores.values()):
+        args.figures.mkdir(parents=True, exist_ok=True)
+        draw_heatmap(heatmap_table(report), list(grid["knobs"]), args.figures)
+    return report

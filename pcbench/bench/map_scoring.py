@@ -1,0 +1,159 @@
+"""Scoring of the regime map: pure functions over its two tidy frames.
+
+- curves: one row per run and evaluation (the columns of `curves.csv` plus `cell` and one column
+  per grid knob); `method` grpo with `seed_set` aa are the A/A runs;
+- regime: one row per run and training step (the regime card's columns plus `cell` and the knobs).
+
+Per cell (docs/method.md#regime-map): the target is GRPO's best seed-mean val/acc over its main
+seeds; rollouts-to-target of every run; Pilot-Commit vs GRPO, vs DAPO, and the A/A (GRPO main
+vs GRPO on disjoint seeds), each a ratio of medians with a bootstrap interval; the regime
+measured (GRPO's zero-variance share, PC's sampling rounds per step, the share of PC's fresh
+pilots in the band, the pool epochs PC had drawn when it crossed); and the predicted speedup
+of every run: (learning signal per step / GRPO's) / (rollouts per step / GRPO's), printed
+beside the measured one. Nothing here trains or reads run folders.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from analysis.scoring import TOL, speedup
+
+AA_BAND = (0.8, 1.25)
+PC, GRPO, DAPO = "pilot_commit", "grpo", "dapo"
+
+
+def _fin(x) -> float | None:
+    return None if x is None or not math.isfinite(float(x)) else float(x)
+
+
+def cell_target(curves: pd.DataFrame) -> float | None:
+    """GRPO's best seed-mean val/acc over its main seeds (the paper's target) in one cell."""
+    g = curves[(curves["method"] == GRPO) & (curves["seed_set"] == "main")]
+    if g.empty:
+        return None
+    mean = g.pivot_table(index="step", columns="seed", values="val_acc").dropna().mean(axis=1)
+    return float(mean.max()) if len(mean) else None
+
+
+def crossings(curves: pd.DataFrame, target: float) -> pd.DataFrame:
+    """One row per run: method, seed_set, seed, rtt (cumulative rollouts at the first evaluation at
+    or above target; inf when censored) and the step it crossed at (NaN when censored)."""
+    rows = []
+    for (method, seed_set, seed), g in curves.groupby(["method", "seed_set", "seed"], sort=True):
+        g = g.sort_values("step")
+        hit = g[g["val_acc"] >= target - TOL]
+        rows.append({"method": method, "seed_set": seed_set, "seed": int(seed),
+                     "rtt": float(hit["cumulative_rollouts"].iloc[0]) if len(hit) else math.inf,
+                     "step": float(hit["step"].iloc[0]) if len(hit) else math.nan})
+    return pd.DataFrame(rows, columns=["method", "seed_set", "seed", "rtt", "step"])
+
+
+def _ratio(base: np.ndarray, other: np.ndarray, n_boot: int) -> dict:
+    point, low, high = speedup(base, other, seed=0, n_boot=n_boot)
+    return {"ratio": _fin(point), "low": _fin(low), "high": _fin(high) if math.isfinite(high) else None,
+            "high_inf": bool(high == math.inf), "reached": int(np.isfinite(other).sum()), "runs": int(other.size)}
+
+
+def _rtts(cross: pd.DataFrame, method: str, seed_set: str = "main") -> np.ndarray:
+    return cross[(cross["method"] == method) & (cross["seed_set"] == seed_set)]["rtt"].to_numpy(float)
+
+
+def per_run_rates(regime: pd.DataFrame) -> pd.DataFrame:
+    """One row per main run: mean learning signal (sum p(1-p) over trained groups) and rollouts per
+    step over the whole run, and each as a ratio to GRPO's mean in the cell; predicted = their quotient."""
+    g = regime.groupby(["method", "seed"], sort=True).agg(signal=("signal", "mean"), rollouts=("rollouts_step", "mean"))
+    g = g.reset_index()
+    base = g[g["method"] == GRPO]
+    if base.empty:
+        return g.assign(signal_ratio=math.nan, rollouts_ratio=math.nan, predicted=math.nan)
+    s0, r0 = float(base["signal"].mean()), float(base["rollouts"].mean())
+    g["signal_ratio"] = g["signal"] / s0 if s0 > 0 else math.nan
+    g["rollouts_ratio"] = g["rollouts"] / r0 if r0 > 0 else math.nan
+    g["predicted"] = g["signal_ratio"] / g["rollouts_ratio"]
+    return g
+
+
+def _share(num: pd.Series, den: pd.Series) -> float | None:
+    total = float(den.sum())
+    return float(num.sum()) / total if total > 0 else None
+
+
+def cell_regime(regime: pd.DataFrame, cross: pd.DataFrame) -> dict:
+    """The regime one cell ran in: what the paper-matched criteria and the heatmap read."""
+    grpo, pc = regime[regime["method"] == GRPO], regime[regime["method"] == PC]
+    out = {"grpo_zero_variance": _share(grpo["all_correct"] + grpo["all_wrong"], grpo["groups"]),
+           "grpo_all_correct": _share(grpo["all_correct"], grpo["groups"]),
+           "grpo_all_wrong": _share(grpo["all_wrong"], grpo["groups"]),
+           "pc_rounds_per_step": _fin(pc["rounds"].mean()) if len(pc) else None,
+           "pc_in_band": _share(pc["sampled_in_band"], pc["sampled"]) if len(pc) else None,
+           "grpo_in_band": _share(grpo["sampled_in_band"], grpo["sampled"]) if len(grpo) else None}
+    # pool epochs PC had drawn at its crossing step, median over its seeds (censored runs: at their end)
+    epochs = []
+    for _, c in cross[(cross["method"] == PC) & (cross["seed_set"] == "main")].iterrows():
+        rows = pc[pc["seed"] == c["seed"]].sort_values("step")
+        if rows.empty:
+            continue
+        at = rows[rows["step"] <= c["step"]] if math.isfinite(c["step"]) else rows
+        epochs.append(float(at["pool_epochs"].iloc[-1]) if len(at) else math.nan)
+    out["pc_epochs_at_target"] = _fin(np.nanmedian(epochs)) if epochs and not np.all(np.isnan(epochs)) else None
+    return out
+
+
+def criteria_met(measured: dict, criteria: dict) -> dict[str, bool | None]:
+    """The pre-registered criteria (grid `paper_matched.criteria`) on one cell's measured regime."""
+    def within(v, lo, hi):
+        return None if v is None else bool(lo <= v <= hi)
+    zl, zh = criteria["grpo_zero_variance"]
+    el, eh = criteria["epochs_at_target"]
+    rounds = measured.get("pc_rounds_per_step")
+    return {"grpo_zero_variance": within(measured.get("grpo_zero_variance"), zl, zh),
+            "pc_rounds_per_step": None if rounds is None else bool(rounds <= criteria["pc_rounds_per_step_max"]),
+            "epochs_at_target": within(measured.get("pc_epochs_at_target"), el, eh)}
+
+
+def score_cell(curves: pd.DataFrame, regime: pd.DataFrame, n_boot: int = 10_000) -> dict:
+    """Everything the report says about one cell, from its rows of the two frames."""
+    target = cell_target(curves)
+    if target is None:
+        return {"target": None, "status": "no GRPO evaluations"}
+    cross = crossings(curves, target)
+    grpo = _rtts(cross, GRPO)
+    aa = _ratio(grpo, _rtts(cross, GRPO, "aa"), n_boot)
+    aa["resolves"] = bool(aa["low"] is not None and aa["high"] is not None
+                          and AA_BAND[0] <= aa["low"] and aa["high"] <= AA_BAND[1])
+    rates = per_run_rates(regime)
+    rec = {"target": target, "status": "scored", "aa": aa,
+           "pc_vs_grpo": _ratio(grpo, _rtts(cross, PC), n_boot),
+           "pc_vs_dapo": _ratio(_rtts(cross, DAPO), _rtts(cross, PC), n_boot),
+           "dapo_vs_grpo": _ratio(grpo, _rtts(cross, DAPO), n_boot),
+           "grpo_reached": int(np.isfinite(grpo).sum()), "grpo_runs": int(grpo.size),
+           "regime": cell_regime(regime, cross),
+           "predicted": {m: _fin(rates.loc[rates["method"] == m, "predicted"].mean())
+                         for m in (PC, DAPO) if (rates["method"] == m).any()},
+           "signal_ratio": {m: _fin(rates.loc[rates["method"] == m, "signal_ratio"].mean())
+                            for m in (PC, DAPO) if (rates["method"] == m).any()},
+           "rollouts_ratio": {m: _fin(rates.loc[rates["method"] == m, "rollouts_ratio"].mean())
+                              for m in (PC, DAPO) if (rates["method"] == m).any()},
+           "per_run": json_rows(rates.merge(cross[cross["seed_set"] == "main"], on=["method", "seed"], how="left"))}
+    return rec
+
+
+def json_rows(frame: pd.DataFrame) -> list[dict]:
+    """Records with inf/nan as None (JSON has neither)."""
+    out = []
+    for rec in frame.to_dict(orient="records"):
+        out.append({k: (_fin(v) if isinstance(v, float) else v) for k, v in rec.items()})
+    return out
+
+
+def score_map(curves: pd.DataFrame, regime: pd.DataFrame, cells: list[str], n_boot: int = 10_000) -> dict[str, dict]:
+    """{cell: score_cell(...)} for every grid cell, in grid order ("not run" where the frames have none)."""
+    out = {}
+    for cell in cells:
+        c, r = curves[curves["cell"] == cell], regime[regime["cell"] == cell]
+        out[cell] = score_cell(c, r, n_boot) if len(c) else {"target": None, "status": "not run"}
+    return out

@@ -1,0 +1,196 @@
+"""`python -m pcbench.bench regime_map`: where does Pilot-Commit pay off?
+
+A grid of cells (conf/bench/regime_map.yaml, committed before any run: knobs, levels, seeds,
+the parts each session runs and the pre-registered paper-matched criteria). Per cell GRPO,
+DAPO and Pilot-Commit train on their seeds and GRPO on a disjoint seed set for the A/A; then
+
+1. every job of the selected cells is composed and checked before anything trains;
+2. unfinished jobs train (2 workers x 1 thread; finished folders are skipped, unfinished resume);
+3. each selected cell's run folders become rows of two tidy frames, merged into the committed
+   `regime_map_curves.csv` and `regime_map_regime.csv` (rows of other cells are kept), so the
+   report always covers every part run so far;
+4. the report (`regime_map.md` / `.json`) and the heatmap (`paper_figures/regime_map.*`) are
+   computed from those two files alone (pcbench/bench/map_scoring.py).
+
+    python -m pcbench.bench regime_map --part 1          # the cells of part 1 (one session)
+    python -m pcbench.bench regime_map --cells p16-continuum-low
+    python -m pcbench.bench regime_map --score-only      # rebuild the report from the CSVs
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from pcbench.bench.launch import CONF_DIR, Job, is_finished, launch, run_folder
+from pcbench.config import ConfigError
+from pcbench.rundir import atomic_write_json, atomic_write_text
+
+GRID = CONF_DIR / "bench" / "regime_map.yaml"
+GRID_KEYS = ("methods", "seeds", "grpo_seeds", "aa_seeds", "common", "knobs", "parts", "paper_matched")
+
+
+@dataclass(frozen=True)
+class Cell:
+    name: str  # levels joined by "-", in knob order: "p16-continuum-low"
+    levels: tuple[tuple[str, str], ...]  # ((knob, level), ...)
+    overrides: tuple[str, ...]
+
+
+def load_grid(path: Path) -> dict:
+    """The grid config, checked: one line naming the key when something is missing or malformed."""
+    if not path.is_file():
+        raise ConfigError(f"regime map grid {path} not found; pass --grid FILE")
+    grid = yaml.safe_load(path.read_text()) or {}
+    missing = [k for k in GRID_KEYS if k not in grid]
+    if missing:
+        raise ConfigError(f"{path}: missing {', '.join(missing)} (see conf/bench/regime_map.yaml)")
+    if not all(isinstance(v, dict) and v and all(isinstance(o, list) for o in v.values()) for v in grid["knobs"].values()):
+        raise ConfigError(f"{path}: knobs must map knob -> level -> [hydra overrides]")
+    names = {c.name for c in cells(grid)}
+    for part, listed in grid["parts"].items():
+        unknown = sorted(set(listed) - names)
+        if unknown:
+            raise ConfigError(f"{path}: part {part} names unknown cells {unknown}; cells are {sorted(names)}")
+    if grid["paper_matched"]["cell"] not in names:
+        raise ConfigError(f"{path}: paper_matched.cell={grid['paper_matched']['cell']!r} is not a cell")
+    return grid
+
+
+def cells(grid: dict) -> list[Cell]:
+    """The full product of the knobs' levels, first knob slowest."""
+    knobs = list(grid["knobs"].items())
+    out = []
+    for combo in itertools.product(*[list(levels.items()) for _, levels in knobs]):
+        levels = tuple((k, lvl) for (k, _), (lvl, _) in zip(knobs, combo))
+        overrides = tuple(o for _, ovs in combo for o in ovs)
+        out.append(Cell("-".join(lvl for _, lvl in levels), levels, overrides))
+    return out
+
+
+def cell_jobs(grid: dict, cell: Cell, runs: Path) -> tuple[list[Job], list[Job]]:
+    """(main jobs: every method on its seeds, seed-major; A/A jobs: GRPO on the next grid['aa_seeds'])."""
+    common = [*grid["common"], *cell.overrides, f"paths.results={runs}"]
+    exp = f"experiment=regime_map_{cell.name}"
+    main = []
+    for s in range(max(int(grid["seeds"]), int(grid["grpo_seeds"]))):
+        for m in grid["methods"]:
+            if s < (int(grid["grpo_seeds"]) if m == "grpo" else int(grid["seeds"])):
+                main.append(Job(m, s, (f"method={m}", f"seed={s}", exp, *common)))
+    first = int(grid["grpo_seeds"])
+    aa = [Job("grpo", s, ("method=grpo", f"seed={s}", f"{exp}_aa", *common))
+          for s in range(first, first + int(grid["aa_seeds"]))]
+    return main, aa
+
+
+def select(grid: dict, names: str | None, part: str | None) -> list[Cell]:
+    every = cells(grid)
+    if part is not None:
+        if str(part) not in {str(p) for p in grid["parts"]}:
+            raise ConfigError(f"--part {part}: the grid has parts {sorted(map(str, grid['parts']))}")
+        wanted = next(v for p, v in grid["parts"].items() if str(p) == str(part))
+    elif names:
+        wanted = [n.strip() for n in names.split(",") if n.strip()]
+    else:
+        wanted = [c.name for c in every]
+    unknown = sorted(set(wanted) - {c.name for c in every})
+    if unknown:
+        raise ConfigError(f"--cells: unknown {unknown}; the grid's cells are {[c.name for c in every]}")
+    by_name = {c.name: c for c in every}
+    return [by_name[n] for n in dict.fromkeys(wanted)]  # the order asked for: a part lists its first cell first
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--grid", type=Path, default=GRID, help=f"the grid config (default {GRID})")
+    p.add_argument("--cells", default=None, help="comma-separated cell names (default: every cell)")
+    p.add_argument("--part", default=None, help="run the cells the grid lists under parts.<PART>")
+    p.add_argument("--jobs", type=int, default=2, help="parallel runs, 1 torch thread each (default 2)")
+    p.add_argument("--out", type=Path, default=Path("results/bench"), help="report and merged CSVs (default results/bench)")
+    p.add_argument("--figures", type=Path, default=Path("paper_figures"), help="where the heatmap goes")
+    p.add_argument("--runs", type=Path, default=Path("results/bench_runs"), help="paths.results of the run folders")
+    p.add_argument("--n-boot", type=int, default=10_000, help="bootstrap resamples")
+    p.add_argument("--score-only", action="store_true", help="train nothing; rebuild the report from the CSVs "
+                   "(and from the selected cells' finished folders, when present)")
+
+
+def main(args, argv: list[str]) -> int:
+    from pcbench.bench.provenance import provenance
+
+    grid = load_grid(args.grid)
+    chosen = select(grid, args.cells, args.part)
+    plans = {c.name: cell_jobs(grid, c, args.runs) for c in chosen}
+    folders = {j: run_folder(j) for main, aa in plans.values() for j in main + aa}  # ConfigError before training
+    unfinished = [j for j in folders if not is_finished(folders[j])]
+    todo = [] if args.score_only else unfinished
+    print(f"regime map: {len(chosen)} cell(s), {len(folders)} runs, {len(folders) - len(unfinished)} finished, "
+          f"{len(todo)} to train on {args.jobs} worker(s)", flush=True)
+    results = launch(todo, args.jobs, args.runs / "regime_map_logs")
+    args.out.mkdir(parents=True, exist_ok=True)
+    curves_path, regime_path = args.out / "regime_map_curves.csv", args.out / "regime_map_regime.csv"
+    fresh = [tidy_cell(c, plans[c.name], folders) for c in chosen]
+    fresh = [f for f in fresh if f is not None]
+    pools_path = args.out / "regime_map_pools.csv"
+    done = {f[2] for f in fresh}
+    curves = merge(curves_path, [f[0] for f in fresh], done)
+    regime = merge(regime_path, [f[1] for f in fresh], done)
+    pools = merge(pools_path, [f[3] for f in fresh], done)
+    for frame, path in ((curves, curves_path), (regime, regime_path), (pools, pools_path)):
+        frame.to_csv(path, index=False)
+    from pcbench.bench.map_render import write_outputs
+
+    report = write_outputs(grid, [c.name for c in cells(grid)], curves, regime, pools, args, provenance(argv), results)
+    print(f"wrote {args.out / 'regime_map.md'}, .json, {curves_path.name}, {regime_path.name}")
+    return 0 if not report["failures"] else 1
+
+
+def tidy_cell(cell: Cell, jobs: tuple[list[Job], list[Job]], folders: dict) -> tuple | None:
+    """(curves rows, regime rows, cell name, pool rows) of one cell's finished run folders; None if none."""
+    from analysis.runs import load_runs
+    from pcbench.bench.aa import AA, curves_table
+    from pcbench.bench.regime import regime_table
+
+    # finished runs only: a truncated curve would count as censored
+    main = [str(folders[j]) for j in jobs[0] if is_finished(folders[j])]
+    aa = [str(folders[j]) for j in jobs[1] if is_finished(folders[j])]
+    if not main:
+        return None
+    _, metrics, _ = load_runs(main)
+    both = metrics
+    if aa:
+        _, aa_metrics, _ = load_runs(aa)
+        both = pd.concat([metrics, aa_metrics.assign(method=AA)], ignore_index=True)
+    knobs = dict(cell.levels)
+    curves = curves_table(both).assign(cell=cell.name, **knobs)
+    regime = regime_table(metrics).assign(cell=cell.name, **knobs)
+    return curves, regime, cell.name, pool_rows(cell.name, main)
+
+
+def merge(path: Path, parts: list[pd.DataFrame], replaced: set[str]) -> pd.DataFrame:
+    """The committed CSV at `path` with the rows of `replaced` cells swapped for `parts`."""
+    old = pd.read_csv(path) if path.exists() else pd.DataFrame(columns=["cell"])
+    keep = old[~old["cell"].isin(replaced)]
+    frames = [f for f in [keep, *parts] if len(f)]
+    return pd.concat(frames, ignore_index=True) if frames else old
+
+
+def pool_rows(cell: str, folders: list[str]) -> pd.DataFrame:
+    """The pool's pass rates after the warm start (summary.json details.warmstart of the cell's first
+    finished run): rows cell, key (histogram/<bin>, per_tier/<tier>, in_band, sft_steps), value."""
+    for f in folders:
+        path = Path(f) / "summary.json"
+        if not path.exists():
+            continue
+        ws = json.loads(path.read_text()).get("details", {}).get("warmstart", {})
+        if "histogram" not in ws:
+            continue
+        rows = [(f"histogram/{k}", v) for k, v in ws["histogram"].items()]
+        rows += [(f"per_tier/{k}", v) for k, v in ws.get("per_tier", {}).items()]
+        rows += [(k, ws[k]) for k in ("in_band", "sft_steps", "mean_pass_rate") if k in ws]
+        return pd.DataFrame([{"cell": cell, "key": k, "value": v} for k, v in rows])
+    return pd.DataFrame(columns=["cell", "key", "value"])
