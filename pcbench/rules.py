@@ -331,6 +331,10 @@ VERL_RULES = [
     text("backend.reward_path"),
     one_of("backend.platform", "auto", "cpu", "gpu", fix="auto picks cpu when torch sees no CUDA device"),
     num("backend.watchdog_s", 0.0, fix="seconds without a heartbeat before the entry stops verl (0: never)"),
+    Rule("backend.ray_port", lambda v, c: is_int(v) and 1024 <= v <= 65535, "an integer port in [1024, 65535]",
+         "the Ray head's port on the first node of a multi-node job (default 6379)"),
+    num("backend.ray_join_timeout_s", 0.0, lo_open=True,
+        fix="seconds a multi-node job waits for the head / every worker to join Ray before one clear error"),
     Rule("model.make", lambda v, c: v is None or (isinstance(v, str) and ":" in v), "null or module:function",
          "the function that builds model.path when it is missing"),
 ]

@@ -98,7 +98,7 @@ def test_dry_run_prints_the_config_and_writes_nothing(tmp_path):
     (["model.nnodes=1", "model.n_gpus_per_node=1", "model.tensor_parallel=1", "model.offload=false"],
      "GB per GPU of FSDP training state on 1 GPUs"),
     (["model.tensor_parallel=1", "model.gpu_memory_gb=24"], "GB per GPU for vLLM weights at tensor_parallel=1"),
-    (["model.tensor_parallel=3"], "must divide the 32 GPUs"),
+    (["model.tensor_parallel=3"], "must divide the 64 GPUs"),  # 14B: the paper's 8 x 8
 ])
 def test_gpu_layouts_that_cannot_hold_the_model_fail_at_composition(overrides, needle):
     from pcbench.backends.verl.config import check_backend_config
