@@ -1,0 +1,151 @@
+"""Do the two backends compute the same policy from one checkpoint? (docs/verl.md#backend-agreement)
+
+Two checks on an embedded checkpoint and its Hugging Face export (from_embedded.py):
+
+- log-probs: the same token sequences (validation prompts with their gold answer, and with a
+  response the embedded sampler drew) scored teacher-forced by the embedded model (transformers,
+  eager attention, fp32) and by vLLM's engine (the CPU build verl's rollout runs, fp32,
+  `prompt_logprobs`); per-token |difference| must stay under LOGPROB_TOL.
+- pass rates: per tier, the fraction of sampled answers the reward accepts, from verl's rollout
+  (a `python -m pcbench.run backend=verl` run whose step-0 validation samples each tier's
+  problems, vLLM behind verl's agent loop and reward loop) and from the embedded sampler at the
+  same temperature / top_p, on the same problems and sample counts; they must agree within
+  Z_MAX combined binomial standard errors.
+
+    python -m pcbench.backends.verl.agreement vllm-logprobs --model DIR --sequences IN.json --out OUT.json
+
+is the vLLM half of the first check, run in its own process (vLLM starts an engine process and
+must be torn down with its process group).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+LOGPROB_TOL = 2e-4   # max |log p_vllm - log p_embedded| per token, fp32 on both sides (measured: 2.2e-5)
+Z_MAX = 3.0          # pass rates: |p_verl - p_embedded| <= Z_MAX * sqrt(se_verl^2 + se_embedded^2)
+MIN_SAMPLES = 2000   # sampled answers per tier and backend
+
+
+# -- log-probs -------------------------------------------------------------------------------------
+def scored_sequences(model, tok, problems, seed: int = 0, max_new_tokens: int = 10) -> list[list[int]]:
+    """Token ids to score: per problem [bos] + prompt + gold answer + eos, and [bos] + prompt + one
+    response the embedded sampler draws at temperature 1 (right or wrong, ended by eos or not)."""
+    from pcbench.backends.embedded.sampler import sample
+
+    prompts = [[tok.bos_id] + tok.encode(p.prompt) for p in problems]
+    drawn = sample(model, prompts, max_new_tokens=max_new_tokens, temperature=1.0, top_p=1.0, eos_id=tok.eos_id,
+                   pad_id=tok.pad_id, generator=torch.Generator().manual_seed(seed))
+    gold = [q + tok.encode(p.solution) + [tok.eos_id] for q, p in zip(prompts, problems)]
+    return gold + [q + r for q, r in zip(prompts, drawn) if r]
+
+
+@torch.no_grad()
+def embedded_logprobs(model, seqs: list[list[int]], pad_id: int) -> list[np.ndarray]:
+    """log p(token t | tokens < t) for t = 1..len-1 of each sequence, by the embedded trainer's own
+    scoring (policy.response_log_probs: the first token as the prompt, the rest as the response)."""
+    from pcbench.backends.embedded.policy import build_token_batch, response_log_probs
+
+    model.eval()
+    b = build_token_batch([s[:1] for s in seqs], [s[1:] for s in seqs], pad_id)
+    lp = response_log_probs(model, b)  # (N, T)
+    return [lp[i, :len(s) - 1].double().numpy() for i, s in enumerate(seqs)]
+
+
+def vllm_logprobs(model_dir: str, seqs: list[list[int]]) -> list[np.ndarray]:
+    """The same log-probs from vLLM (fp32, eager): `prompt_logprobs` of each whole sequence given
+    as token ids. Needs vLLM's CPU build (or a GPU vLLM); call in a process of its own."""
+    import os
+
+    os.environ.setdefault("VERL_PLATFORM", "cpu" if not torch.cuda.is_available() else "")
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    from pcbench.backends.verl.cpu_vllm import patch_vllm_distribution_name, selected
+
+    if selected():
+        patch_vllm_distribution_name()  # vLLM detects its CPU platform from this version string
+    from vllm import LLM, SamplingParams
+    from vllm.inputs import TokensPrompt
+
+    llm = LLM(model=model_dir, dtype="float32", enforce_eager=True, max_model_len=max(map(len, seqs)) + 1,
+              seed=0, gpu_memory_utilization=0.3, max_num_seqs=256)
+    params = SamplingParams(max_tokens=1, prompt_logprobs=0, temperature=1.0)
+    outs = llm.generate([TokensPrompt(prompt_token_ids=s) for s in seqs], params, use_tqdm=False)
+    result = []
+    for s, out in zip(seqs, outs):
+        # out.prompt_logprobs[t]: {token id: Logprob} for position t (None at t = 0)
+        result.append(np.array([out.prompt_logprobs[t][s[t]].logprob for t in range(1, len(s))], dtype=np.float64))
+    return result
+
+
+def logprob_report(a: list[np.ndarray], b: list[np.ndarray]) -> dict:
+    """Per-token and per-sequence (summed) |a - b| of two scorings of the same sequences."""
+    tok = np.concatenate([np.abs(x - y) for x, y in zip(a, b)])
+    seq = np.array([abs(float(x.sum() - y.sum())) for x, y in zip(a, b)])
+    both = np.concatenate(a), np.concatenate(b)
+    return {"sequences": len(a), "tokens": int(tok.size), "max_abs_token": float(tok.max()),
+            "mean_abs_token": float(tok.mean()), "max_abs_sequence": float(seq.max()),
+            "max_abs_prob": float(np.abs(np.exp(both[0]) - np.exp(both[1])).max()),
+            "tolerance": LOGPROB_TOL}
+
+
+# -- pass rates ---------------------------------------------------------------------------------------
+def tier_repeats(problems, min_samples: int = MIN_SAMPLES) -> dict[str, tuple[list, int]]:
+    """{tier: (its problems, samples per problem)} with at least `min_samples` samples per tier."""
+    by_tier: dict[str, list] = {}
+    for p in problems:
+        by_tier.setdefault(p.tier, []).append(p)
+    return {t: (ps, math.ceil(min_samples / len(ps))) for t, ps in sorted(by_tier.items())}
+
+
+@torch.no_grad()
+def embedded_tier_rates(model, tok, sets: dict[str, tuple[list, int]], *, temperature: float, top_p: float,
+                        max_new_tokens: int, seed: int = 0) -> dict[str, dict]:
+    """{tier: {acc, n}} from the embedded sampler and reward (EmbeddedRollouts) on `sets`."""
+    from pcbench.allocators.base import Request
+    from pcbench.backends.embedded.generation import EmbeddedRollouts
+
+    out = {}
+    for tier, (probs, k) in sets.items():
+        roll = EmbeddedRollouts(model, tok, {p.pid: p for p in probs}, max_new_tokens=max_new_tokens,
+                                temperature=temperature, top_p=top_p, generator=torch.Generator().manual_seed(seed))
+        accs = np.concatenate([r.acc for r in roll.generate([Request(p.pid, k, "plain") for p in probs])])
+        out[tier] = {"acc": float(accs.mean()), "n": int(accs.size)}
+    return out
+
+
+def compare_rates(verl: dict[str, dict], embedded: dict[str, dict]) -> dict[str, dict]:
+    """{tier: both rates, the combined binomial SE, z = |difference| / SE, agree (z <= Z_MAX)}."""
+    rows = {}
+    for tier in sorted(embedded):
+        v, e = verl[tier], embedded[tier]
+        se = math.sqrt(v["acc"] * (1 - v["acc"]) / v["n"] + e["acc"] * (1 - e["acc"]) / e["n"])
+        diff = abs(v["acc"] - e["acc"])
+        z = diff / se if se > 0 else (0.0 if diff == 0 else math.inf)
+        rows[tier] = {"verl": v["acc"], "embedded": e["acc"], "n_verl": v["n"], "n_embedded": e["n"],
+                      "se": se, "z": z, "agree": z <= Z_MAX}
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m pcbench.backends.verl.agreement", description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    lp = sub.add_parser("vllm-logprobs", help="score token sequences with vLLM (fp32)")
+    lp.add_argument("--model", required=True)
+    lp.add_argument("--sequences", required=True, help="JSON list of token-id lists")
+    lp.add_argument("--out", required=True)
+    args = ap.parse_args(argv)
+    seqs = json.loads(Path(args.sequences).read_text())
+    scores = vllm_logprobs(args.model, seqs)
+    Path(args.out).write_text(json.dumps([s.tolist() for s in scores]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
