@@ -76,6 +76,26 @@ def _arith(split: str):
     return make
 
 
+LADDER_TIERS = ("add11", "add21", "add22", "add33", "add44")  # the embedded ladder, easiest first
+
+
+def _ladder(split: str, tiers: tuple[str, ...], size: int):
+    """The embedded task's ladder (pcbench/backends/embedded/task.py) as plain questions for a
+    pretrained model ("What is 47+35?", the answer written normally): `size` problems per tier,
+    drawn from a fixed seed per split (train 64 mixed over the tiers; validation one set per tier)."""
+    def make():
+        import numpy as np
+        import pandas as pd
+
+        from pcbench.backends.embedded.task import sample_problems
+
+        rng = np.random.default_rng({"train": 1234, "test": 4321}[split])
+        probs = sample_problems(size, {t: 1.0 for t in tiers}, rng)
+        return pd.DataFrame({"problem": [f"What is {p.prompt[:-1]}?" for p in probs],
+                             "answer": [p.answer for p in probs]})
+    return make
+
+
 SPECS: dict[str, DatasetSpec] = {s.name: s for s in [
     DatasetSpec("deepmath", "zwhe99/DeepMath-103K", "train", "train",
                 answer_columns=("final_answer",), keep=lambda q, a: _checkable(a) and not _deepmath_is_test(q)),
@@ -91,6 +111,8 @@ SPECS: dict[str, DatasetSpec] = {s.name: s for s in [
     DatasetSpec("olympiadbench", "math-ai/olympiadbench", "test", "val"),
     DatasetSpec("arith", "generated", "train", "train", generate=_arith("train")),
     DatasetSpec("arith_test", "generated", "test", "val", generate=_arith("test")),
+    DatasetSpec("ladder", "generated", "train", "train", generate=_ladder("train", LADDER_TIERS, 64)),
+    *[DatasetSpec(f"ladder_{t}", "generated", "test", "val", generate=_ladder("test", (t,), 16)) for t in LADDER_TIERS],
 ]}
 
 

@@ -48,7 +48,8 @@ class VerlBackend(Backend):
         try:
             check_data_files(data_files(cfg))
         except MissingDataError as e:
-            lines.append(f"# NOTE: {e}")
+            made = f" (made on first use by data.make={cfg.data.make})" if cfg.data.get("make") else ""
+            lines.append(f"# NOTE: {e}{made}")
         return lines
 
     def check(self, cfg: DictConfig) -> None:
