@@ -104,6 +104,7 @@ def heatmap_table(report: dict) -> pd.DataFrame:
         if c["status"] == "scored":
             pc = c["pc_vs_grpo"]
             row.update(pc_vs_grpo=pc["ratio"], low=pc["low"], high=pc["high"], aa_resolves=c["aa"]["resolves"],
+                       complete=c["runs"]["complete"],
                        predicted=c["predicted"].get("pilot_commit"), rounds=c["regime"]["pc_rounds_per_step"],
                        in_band=c["regime"]["pc_in_band"])
         rows.append(row)
@@ -131,7 +132,8 @@ def draw_heatmap(table: pd.DataFrame, knobs: list[str], out_dir: Path) -> list[P
         if r["status"] == "scored":
             ratio = "-" if pd.isna(r.get("pc_vs_grpo")) else f"{r['pc_vs_grpo']:.2f}x"
             ci = f"[{_f(None if pd.isna(r.get('low')) else r['low'])}, {_f(None if pd.isna(r.get('high')) else r['high'])}]"
-            text = (f"{ratio} {ci}\nA/A {'ok' if r['aa_resolves'] else 'NO'}"
+            verdict = "ok" if r["aa_resolves"] else ("NO" if r["complete"] else "partial runs")
+            text = (f"{ratio} {ci}\nA/A {verdict}"
                     f"\nrounds {_f(None if pd.isna(r.get('rounds')) else r['rounds'], '{:.1f}')}, "
                     f"in band {_p(None if pd.isna(r.get('in_band')) else r['in_band'])}")
         ax.text(j, i, text, ha="center", va="center", fontsize=7)
@@ -153,6 +155,8 @@ def write_outputs(grid: dict, cell_names: list[str], curves: pd.DataFrame, regim
     for name, c in scores.items():
         c["levels"] = levels[name]
         c["runs"] = run_counts(curves[curves["cell"] == name], grid)
+        if c["status"] == "scored" and not c["runs"]["complete"]:
+            c["aa"]["resolves"] = False  # a cell short of its planned runs makes no claim either
         c["pool"] = {r["key"]: r["value"] for _, r in pools[pools["cell"] == name].iterrows()} if len(pools) else {}
     pm = grid["paper_matched"]
     meeting = [n for n, c in scores.items() if c["status"] == "scored"
