@@ -12,10 +12,12 @@ Two checks on an embedded checkpoint and its Hugging Face export (from_embedded.
   same temperature / top_p, on the same problems and sample counts; they must agree within
   Z_MAX combined binomial standard errors.
 
+    python -m pcbench.backends.verl.agreement check [OVERRIDES]      # both, on the embedded defaults' export
     python -m pcbench.backends.verl.agreement vllm-logprobs --model DIR --sequences IN.json --out OUT.json
 
-is the vLLM half of the first check, run in its own process (vLLM starts an engine process and
-must be torn down with its process group).
+`check` runs both on the export of an embedded config (model=embedded-verl's folders; the default
+warm start without overrides) and prints the figures; `vllm-logprobs` is the vLLM half of the
+first, run in a process of its own (vLLM starts an engine process, torn down with its group).
 """
 
 from __future__ import annotations
@@ -133,6 +135,73 @@ def compare_rates(verl: dict[str, dict], embedded: dict[str, dict]) -> dict[str,
     return rows
 
 
+def run_bounded(cmd: list[str], log: Path, timeout_s: float) -> int:
+    """Run `cmd` in its own session with output to `log`; kill its whole tree after it ends or times out."""
+    import os
+    import subprocess
+
+    from pcbench.backends.verl.watchdog import kill_tree
+
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                                env={**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"})
+    try:
+        return proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return 124
+    finally:
+        kill_tree(proc.pid, {proc.pid})
+
+
+def check(overrides: list[str], out: Path, cache: str, timeout_s: float = 1800) -> dict:
+    """Both checks on the export of embedded config `overrides` (model=embedded-verl's own folders
+    under `cache`): -> {"logprobs": logprob_report, "pass_rates": compare_rates}."""
+    from omegaconf import OmegaConf
+
+    from pcbench.backends.embedded.task import SyntheticTask
+    from pcbench.backends.embedded.tokenizer import CharTokenizer
+    from pcbench.backends.embedded.warmstart import load_or_train
+    from pcbench.backends.verl.from_embedded import compose_embedded, list_override, make_data, make_model
+    from pcbench.data.synthetic import verl_rows, write_frames
+
+    out.mkdir(parents=True, exist_ok=True)
+    folders = Path(cache) / "embedded-verl"
+    cfg = OmegaConf.create({"paths": {"cache": cache}, "model": {"embedded": overrides},
+                            "data": {"embedded": overrides}})
+    model_dir, data_dir = make_model(folders / "model", cfg), make_data(folders / "data", cfg)
+    ecfg, tok = compose_embedded(overrides, cache), CharTokenizer()
+    task = SyntheticTask.for_run(ecfg)
+    model, _ = load_or_train(ecfg, task, tok)
+    seqs = scored_sequences(model, tok, task.val[:256])
+    (out / "sequences.json").write_text(json.dumps(seqs))
+    rc = run_bounded([sys.executable, "-m", "pcbench.backends.verl.agreement", "vllm-logprobs", "--model",
+                      str(model_dir), "--sequences", str(out / "sequences.json"), "--out", str(out / "vllm.json")],
+                     out / "vllm.log", timeout_s)
+    if rc != 0:
+        raise RuntimeError(f"vLLM scoring exited with {rc}; see {out / 'vllm.log'}")
+    vllm = [np.array(x) for x in json.loads((out / "vllm.json").read_text())]
+    report = {"logprobs": logprob_report(embedded_logprobs(model, seqs, tok.pad_id), vllm)}
+    sets = tier_repeats(task.val)
+    files = write_frames({t: verl_rows(ps, t, "test", k) for t, (ps, k) in sets.items()}, out / "tiers")
+    rc = run_bounded([sys.executable, "-m", "pcbench.run", "backend=verl", "model=embedded-verl", "data=embedded-verl",
+                      "method=grpo", "train.steps=1", "train.batch_size=4", "train.mini_batch_size=2",
+                      "verl.trainer.test_freq=0", "train.val_top_p=1.0", f"paths.cache={cache}",
+                      f"paths.results={out / 'results'}", f"model.path={model_dir}", f"data.root={data_dir}",
+                      list_override("model.embedded", overrides), list_override("data.embedded", overrides),
+                      f"data.val_files=[{','.join(map(str, files))}]", f"hydra.run.dir={out / 'hydra'}"],
+                     out / "verl.log", timeout_s)
+    if rc != 0:
+        raise RuntimeError(f"the verl run exited with {rc}; see {out / 'verl.log'}")
+    [metrics] = list((out / "results").rglob("metrics.jsonl"))
+    step0 = json.loads(metrics.read_text().splitlines()[0])
+    verl = {f.stem: {"acc": step0[f"val/{f.stem}/acc"], "n": len(sets[f.stem][0]) * sets[f.stem][1]} for f in files}
+    embedded = embedded_tier_rates(model, tok, sets, temperature=1.0, top_p=1.0,
+                                   max_new_tokens=int(ecfg.data.max_response_tokens))
+    report["pass_rates"] = compare_rates(verl, embedded)
+    (out / "agreement.json").write_text(json.dumps(report, indent=1))
+    return report
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pcbench.backends.verl.agreement", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -140,7 +209,22 @@ def main(argv: list[str] | None = None) -> int:
     lp.add_argument("--model", required=True)
     lp.add_argument("--sequences", required=True, help="JSON list of token-id lists")
     lp.add_argument("--out", required=True)
+    ck = sub.add_parser("check", help="both checks on an embedded config's export (default: the embedded defaults)")
+    ck.add_argument("--out", default="results/agreement", help="folder for the logs, the verl run and agreement.json")
+    ck.add_argument("--cache", default="results/.cache", help="paths.cache (the warm start, embedded-verl/)")
+    ck.add_argument("overrides", nargs="*", help="embedded config overrides, as model.embedded / data.embedded")
     args = ap.parse_args(argv)
+    if args.cmd == "check":
+        report = check(args.overrides, Path(args.out), args.cache)
+        lp_ = report["logprobs"]
+        print(f"log-probs: {lp_['tokens']} tokens of {lp_['sequences']} sequences, max |diff| "
+              f"{lp_['max_abs_token']:.2e} (tolerance {LOGPROB_TOL:g}), mean {lp_['mean_abs_token']:.2e}")
+        for tier, r in report["pass_rates"].items():
+            print(f"pass rate {tier}: verl {r['verl']:.4f} embedded {r['embedded']:.4f} (n {r['n_verl']} each) "
+                  f"|diff| = {r['z']:.2f} SE")
+        ok = lp_["max_abs_token"] <= LOGPROB_TOL and all(r["agree"] for r in report["pass_rates"].values())
+        print("agree" if ok else "DISAGREE")
+        return 0 if ok else 1
     seqs = json.loads(Path(args.sequences).read_text())
     scores = vllm_logprobs(args.model, seqs)
     Path(args.out).write_text(json.dumps([s.tolist() for s in scores]))

@@ -1,7 +1,7 @@
 """model=embedded-verl data=embedded-verl: the embedded warm start and task on the verl path.
 
     python -m pcbench.run backend=verl model=embedded-verl data=embedded-verl method=pilot_commit
-    python -m pcbench.backends.verl.from_embedded                 # both ahead of time, into results/.cache/embedded-verl/
+    python -m pcbench.backends.verl.from_embedded       # both ahead of time, into results/.cache/embedded-verl/
     python -m pcbench.backends.verl.from_embedded --out DIR model.hidden_size=64 model.num_heads=2 ...
 
 The model is the embedded backend's warm start (pcbench/backends/embedded/warmstart.py: the same
