@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-LOGPROB_TOL = 2e-4   # max |log p_vllm - log p_embedded| per token, fp32 on both sides (measured: 2.2e-5)
+LOGPROB_TOL = 5e-4   # max |log p_vllm - log p_embedded| per token, fp32 on both sides (measured: up to 7.4e-5)
 Z_MAX = 3.0          # pass rates: |p_verl - p_embedded| <= Z_MAX * sqrt(se_verl^2 + se_embedded^2)
 MIN_SAMPLES = 2000   # sampled answers per tier and backend
 
