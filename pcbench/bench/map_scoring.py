@@ -20,7 +20,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from analysis.scoring import TOL, speedup
+from pcbench.analysis.scoring import TOL, speedup
 from pcbench.bench.regime import _share as share
 
 AA_BAND = (0.8, 1.25)

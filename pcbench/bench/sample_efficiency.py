@@ -25,7 +25,7 @@ from pcbench.rundir import atomic_write_json, atomic_write_text
 
 def all_methods() -> list[str]:
     """Every registered allocator (a new file in pcbench/allocators/ is in), the paper's three first."""
-    from analysis.methods import method_order
+    from pcbench.analysis.methods import method_order
     from pcbench.allocators import ALLOCATORS
 
     return method_order(ALLOCATORS)
@@ -92,7 +92,7 @@ def main(args, argv: list[str]) -> int:
 
 
 def build_report(jobs: list[Job], aa_jobs: list[Job], folders: dict, results: list[dict], args, meta: dict) -> dict:
-    from analysis.runs import load_runs
+    from pcbench.analysis.runs import load_runs
     from pcbench.bench.launch import compose_cfg
     from pcbench.bench.tables import budget_accuracy, goals, rollouts_records, timing_records
 
@@ -130,7 +130,7 @@ NOTES = [
 def benchmark_extras(runs, metrics, aa_present: list[str], args) -> tuple[dict, list[str]]:
     """Targets, the A/A records, the reference-target table; writes curves.csv, regime.csv and the
     regime card next to the report. -> (report fields, warnings)."""
-    from analysis.runs import load_runs
+    from pcbench.analysis.runs import load_runs
     from pcbench.bench.aa import AA, aa_record, curves_table, grpo_targets
     from pcbench.bench.regime import build_card, card_md, warm_start_pools
     from pcbench.bench.regime_plot import draw_regime_card

@@ -39,7 +39,7 @@ def test_sample_efficiency_end_to_end_and_reuse(tmp_path, cache):
     oracle = next(r for r in report["records"] if r["method"] == "oracle")
     assert oracle["ratio_to_oracle"] in (1.0, None)
     md = (out / "sample_efficiency.md").read_text()
-    assert report["provenance"]["commit"] in md and "| Pilot-Commit (Bayes) |" in md  # labels: analysis/methods.py
+    assert report["provenance"]["commit"] in md and "| Pilot-Commit (Bayes) |" in md  # labels: pcbench/analysis/methods.py
     # the A/A (GRPO on seeds 2, 3) is scored apart from the main table, its runs in their own experiment
     assert report["aa_seeds"] == [2, 3] and set(report["aa"]) == {"paper", "reference"}
     assert md.index("A/A noise floor") < md.index("## Rollouts to target (paper target)")

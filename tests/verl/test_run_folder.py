@@ -67,7 +67,7 @@ def test_metrics_lines_follow_the_run_folder_contract(paper_cfg, tmp_path):
 
 
 def test_analysis_speedup_reads_verl_runs(paper_cfg, tmp_path, capsys):
-    from analysis.speedup import main
+    from pcbench.analysis.speedup import main
 
     for method in ("grpo", "dapo", "pilot_commit"):
         run, backend, _ = make_run(paper_cfg, tmp_path, method)
