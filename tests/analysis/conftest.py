@@ -1,7 +1,7 @@
 """Fixtures for analysis tests: the committed run folders and a writer for new ones.
 
 Works under `--import-mode=importlib` with or without `pythonpath = ["."]`: the repo root
-(for `import analysis.*`) and this folder (for `import runfolder_writer`) go on sys.path.
+(for `import pcbench.*` from a checkout) and this folder (for `import runfolder_writer`) go on sys.path.
 """
 
 from __future__ import annotations

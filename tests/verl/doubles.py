@@ -27,6 +27,7 @@ from typing import Callable
 import torch
 from tensordict import NonTensorData, NonTensorStack, TensorDict
 
+from pcbench import paths
 from pcbench.reward.verl_entry import verl_compute_score
 
 
@@ -179,6 +180,6 @@ def compose_pcbench(*overrides: str, conf_dir: str | None = None):
 
     register_configs()
     GlobalHydra.instance().clear()
-    conf = conf_dir or str(Path(__file__).resolve().parents[2] / "conf")
+    conf = conf_dir or str(paths.CONF_DIR)
     with initialize_config_dir(config_dir=conf, version_base="1.3"):
         return compose(config_name="config", overrides=list(overrides))
