@@ -14,9 +14,8 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
-
-class ConfigError(ValueError):
-    """A user-facing configuration mistake; the message is one line saying how to fix it."""
+from pcbench.errors import ConfigError  # re-exported: callers import it from pcbench.config
+from pcbench.rules import check_rules
 
 
 @dataclass
@@ -150,7 +149,6 @@ def check_config(cfg: DictConfig) -> None:
     import importlib
 
     from pcbench.allocators import get_allocator_cls
-    from pcbench.rules import check_rules
 
     if cfg.backend.name != "verl" and cfg.get("verl") is not None:
         raise ConfigError(f"verl.* settings only apply to backend=verl (this run uses backend={cfg.backend.name}); "

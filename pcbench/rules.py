@@ -1,7 +1,8 @@
 """The value every setting a user can type may take, as tables of rules checked at composition.
 
 `check_config` (pcbench/config.py) runs `check_rules(cfg)` before any run folder, warm start
-or Ray cluster exists. A rule names one dotted key, what a valid value is and how to fix it;
+or Ray cluster exists; config imports this module, never the reverse (ConfigError lives in
+pcbench/errors.py). A rule names one dotted key, what a valid value is and how to fix it;
 a broken rule raises ConfigError with one line `key=value: must be ...; fix`. Rules of keys
 a config does not have are skipped, so a backend's model/data groups carry their own table
 (RULES_BY_BACKEND). tests/config/test_rules.py holds a rejected case per key, and
@@ -20,7 +21,7 @@ from typing import Any, Callable
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from pcbench.config import ConfigError
+from pcbench.errors import ConfigError  # not pcbench.config: config imports this module
 
 _ABSENT = object()
 

@@ -13,95 +13,24 @@ the run folder, which resumes with the same command (exit code 1, 130 for Ctrl-C
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig
 
+from pcbench import paths
 from pcbench.config import ConfigError, check_config, register_configs
 from pcbench.data import MissingDataError
+from pcbench.precheck import check_sweep, one_line, sweep_jobs  # noqa: F401  (one_line, sweep_jobs: tests import them here)
 from pcbench.rundir import RunFolderError, record_failure
 from pcbench.runs import execute, load_backend
 
 register_configs()
-CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")  # absolute: main() also works when imported
+CONF_DIR = str(paths.CONF_DIR)  # absolute: main() also works when imported; a checkout's conf/ or the wheel's copy
 
 
 def fail(kind: str, message: str, code: int = 2):
     print(f"pcbench: {kind}: {message}", file=sys.stderr)
     sys.exit(code)
-
-
-def sweep_jobs(argv: list[str]) -> list[list[str]]:
-    """The override list of every job `python -m pcbench.run [-m] <argv>` launches (one without -m).
-
-    Uses Hydra's own argument parser and BasicSweeper expansion (a,b / range() / glob()); a
-    sweeper plugin with its own search space (hydra/sweeper=...) is not expanded here.
-    """
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-    from hydra._internal.utils import get_args_parser
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    args, _ = get_args_parser().parse_known_args(argv)
-    if args.config_path or args.config_name or args.config_dir or args.cfg or args.info or args.help \
-            or args.hydra_help or args.shell_completion:
-        return []
-    overrides = [o for o in args.overrides if not o.lstrip("~+").startswith(("hydra.", "hydra/"))]
-    if not args.multirun:
-        return [overrides]
-    parser = OverridesParser.create()
-    parsed = [expand_glob(o, parser) for o in parser.parse_overrides(overrides)]
-    return [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
-
-
-def expand_glob(override, parser):
-    """method=glob(*) -> method=dapo,greso,...: a group's options are its conf/<group>/*.yaml files."""
-    from hydra.core.override_parser.types import Glob
-
-    if not isinstance(override.value(), Glob):
-        return override
-    options = sorted(p.stem for p in (Path(CONF_DIR) / override.key_or_group).glob("*.yaml"))
-    chosen = override.value().filter(options)
-    return parser.parse_override(f"{override.get_key_element()}={','.join(chosen)}")
-
-
-def one_line(error: Exception) -> str:
-    """Hydra's / OmegaConf's multi-line composition error as one line (keys, value, choices)."""
-    out: list[str] = []
-    text, cause = str(error), error.__cause__
-    while cause is not None:  # Hydra: "Error merging override k=v" <- OmegaConf: "Value 'v' is not a valid bool"
-        text, cause = f"{text}\n{cause}", cause.__cause__
-    for line in (part.strip() for part in text.splitlines()):
-        if not line or line.startswith(("full_key", "object_type", "reference_type", "provider=", "Config search")):
-            continue
-        if out and out[-1].startswith("Available options") and not out[-1].endswith(":"):
-            out[-1] += ", " + line
-        elif out and out[-1].endswith(":"):
-            out[-1] += " " + line
-        else:
-            out.append(line)
-    return "; ".join(out)
-
-
-def check_sweep(argv: list[str]) -> None:
-    """Compose and check every job (all of a -m sweep) before Hydra writes anything or starts one."""
-    from hydra import compose, initialize_config_dir
-
-    try:
-        jobs = sweep_jobs(argv)
-    except Exception:  # a command line the pre-check cannot expand: Hydra reports it, each job checks itself
-        return
-    # config folders added by the user (e.g. their conf/method/*.yaml) apply to every job
-    search = [o for o in argv if o.startswith("hydra.searchpath=")]
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        for i, job in enumerate(jobs):
-            try:
-                check_config(compose(config_name="config", overrides=search + job))
-            except Exception as e:  # ConfigError, or Hydra/OmegaConf refusing an override (type, typo)
-                message = str(e) if isinstance(e, ConfigError) else one_line(e)
-                swept = [o for o in job if not all(o in other for other in jobs)]  # what makes this job differ
-                where = f" (sweep job {i} of {len(jobs)}: {' '.join(swept)}; no job was started)" if len(jobs) > 1 else ""
-                fail("config error", f"{message}{where}")
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
@@ -142,5 +71,5 @@ def report(cfg: DictConfig, what: str) -> str:
 
 
 if __name__ == "__main__":
-    check_sweep(sys.argv[1:])  # exits with one line on the first bad job
+    check_sweep(sys.argv[1:], fail)  # exits with one line on the first bad job
     main()

@@ -240,11 +240,46 @@ def import_module_of(name: str, module: str) -> None:
                          f"its class with @register_allocator({name!r})")
 
 
+ENTRY_POINT_GROUP = "pcbench.allocators"  # another package's allocators: `name = "its_pkg.module:Class"`
+
+
+def load_entry_point(name: str) -> bool:
+    """Register the allocator an installed package declares under `name` in the pcbench.allocators
+    entry-point group (importing its module, or registering the class it points at); False if none.
+    No fork of pcbench needed: `pip install` the package, then method.name=<name>."""
+    from importlib.metadata import entry_points
+
+    found = [ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == name]
+    if not found:
+        return False
+    ep = found[0]
+    where = f"entry point {name} = {ep.value!r} ({ENTRY_POINT_GROUP}" + (f", package {ep.dist.name})" if ep.dist else ")")
+    try:
+        obj = ep.load()
+    except Exception as e:  # noqa: BLE001  (any failure of the user's module is the user's to fix)
+        first = (str(e).splitlines() or [""])[0]
+        raise ValueError(f"{where}: cannot import it ({type(e).__name__}: {first}); fix or reinstall that package") from None
+    if name not in ALLOCATORS:
+        if not (isinstance(obj, type) and issubclass(obj, Allocator)):
+            raise ValueError(f"{where} registers no allocator {name!r}; point it at an Allocator subclass "
+                             f"(module:Class) or decorate the class with @register_allocator({name!r})")
+        register_allocator(name)(obj)
+    return True
+
+
+def entry_point_names() -> list[str]:
+    from importlib.metadata import entry_points
+
+    return sorted({ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)})
+
+
 def get_allocator_cls(name: str, module: str = "") -> type[Allocator]:
     if module:
         import_module_of(name, module)
-    if name not in ALLOCATORS:
-        raise ValueError(f"unknown method {name!r}; choose one of: {', '.join(sorted(ALLOCATORS))}")
+    if name not in ALLOCATORS and not load_entry_point(name):
+        known = sorted(set(ALLOCATORS) | set(entry_point_names()))
+        raise ValueError(f"unknown method {name!r}; choose one of: {', '.join(known)}; or add your own "
+                         f"(method.module=your_pkg.your_alloc, or the {ENTRY_POINT_GROUP!r} entry-point group)")
     return ALLOCATORS[name]
 
 

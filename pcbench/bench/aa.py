@@ -21,8 +21,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from analysis.runs import ACC
-from analysis.scoring import rollouts_to_target, speedup
+from pcbench.analysis.runs import ACC
+from pcbench.analysis.scoring import rollouts_to_target, speedup
 
 REF_FRACTION = 2 / 3
 AA = "grpo_aa"  # method name the A/A runs are scored under (their folders say grpo)

@@ -21,7 +21,9 @@ from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 
-CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+from pcbench import paths
+
+CONF_DIR = paths.CONF_DIR
 
 
 @dataclass(frozen=True)

@@ -116,7 +116,7 @@ def draw_heatmap(table: pd.DataFrame, knobs: list[str], out_dir: Path) -> list[P
     import matplotlib.colors as mcolors
     import numpy as np
 
-    from analysis.plotstyle import save_figure
+    from pcbench.analysis.plotstyle import save_figure
     import matplotlib.pyplot as plt
 
     first, rest = knobs[0], knobs[1:]

@@ -20,7 +20,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from analysis.scoring import TOL, speedup
+from pcbench.analysis.scoring import TOL, speedup
+from pcbench.bench.regime import _share as share
 
 AA_BAND = (0.8, 1.25)
 PC, GRPO, DAPO = "pilot_commit", "grpo", "dapo"
@@ -78,8 +79,7 @@ def per_run_rates(regime: pd.DataFrame) -> pd.DataFrame:
 
 
 def _share(num: pd.Series, den: pd.Series) -> float | None:
-    total = float(den.sum())
-    return float(num.sum()) / total if total > 0 else None
+    return _fin(share(num, den))  # the regime card's share; None (JSON) where it is nan
 
 
 def cell_regime(regime: pd.DataFrame, cross: pd.DataFrame) -> dict:
@@ -132,12 +132,8 @@ def score_cell(curves: pd.DataFrame, regime: pd.DataFrame, n_boot: int = 10_000)
            "dapo_vs_grpo": _ratio(grpo, _rtts(cross, DAPO), n_boot),
            "grpo_reached": int(np.isfinite(grpo).sum()), "grpo_runs": int(grpo.size),
            "regime": cell_regime(regime, cross),
-           "predicted": {m: _fin(rates.loc[rates["method"] == m, "predicted"].mean())
-                         for m in (PC, DAPO) if (rates["method"] == m).any()},
-           "signal_ratio": {m: _fin(rates.loc[rates["method"] == m, "signal_ratio"].mean())
-                            for m in (PC, DAPO) if (rates["method"] == m).any()},
-           "rollouts_ratio": {m: _fin(rates.loc[rates["method"] == m, "rollouts_ratio"].mean())
-                              for m in (PC, DAPO) if (rates["method"] == m).any()},
+           **{key: {m: _fin(rates.loc[rates["method"] == m, key].mean()) for m in (PC, DAPO)
+                    if (rates["method"] == m).any()} for key in ("predicted", "signal_ratio", "rollouts_ratio")},
            "per_run": json_rows(rates.merge(cross[cross["seed_set"] == "main"], on=["method", "seed"], how="left"))}
     return rec
 

@@ -13,6 +13,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _git(*args: str) -> str:
+    if not (REPO / ".git").exists():  # an installed wheel: site-packages is no checkout of pcbench
+        return ""
     try:
         # not .strip(): porcelain lines start with a status column that may be a space
         return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, timeout=30).stdout.rstrip("\n")
@@ -25,8 +27,10 @@ def provenance(argv: list[str] | None = None) -> dict:
     import torch
     import transformers
 
+    import pcbench
+
     dirty = [line[3:] for line in _git("status", "--porcelain", "--untracked-files=no").splitlines()]
-    return {"commit": _git("rev-parse", "HEAD").strip() or "unknown", "dirty_files": dirty,
+    return {"commit": _git("rev-parse", "HEAD").strip() or "unknown", "dirty_files": dirty, "pcbench": pcbench.__version__,
             "command": "python -m pcbench.bench " + " ".join(argv if argv is not None else sys.argv[1:]),
             "date_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()), "python": platform.python_version(),
             "torch": torch.__version__, "transformers": transformers.__version__, "cpus": os.cpu_count(),

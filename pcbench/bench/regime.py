@@ -13,7 +13,7 @@ and reports, per method:
 It writes regime.csv (one row per run and step) and regime_card.md, and checks the issue's
 regime targets on GRPO's runs (printed; they are facts about the data, not pass/fail of code).
 
-Everything here is a pure function of the metrics frame of analysis.runs.load_runs.
+Everything here is a pure function of the metrics frame of pcbench.analysis.runs.load_runs.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.runs import ACC
+from pcbench.analysis.runs import ACC
 from pcbench.ledger import PASS_BINS
 
 EDGE_STEPS = 5  # "start" / "end" of a run: its first / last this many training steps
@@ -224,7 +224,7 @@ def card_md(summaries: list[dict], checks: list[dict], title: str = "Regime card
 
 def build_card(metrics: pd.DataFrame) -> tuple[pd.DataFrame, list[dict], list[dict]]:
     """-> (regime table, per-method summaries, GRPO's regime checks)."""
-    from analysis.scoring import method_order
+    from pcbench.analysis.scoring import method_order
 
     table = regime_table(metrics)
     summaries = [method_summary(table, metrics, m) for m in method_order(table["method"].unique())]
@@ -237,7 +237,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args) -> int:
-    from analysis.runs import load_runs
+    from pcbench.analysis.runs import load_runs
 
     runs, metrics, warnings = load_runs(args.results)
     for w in warnings:

@@ -151,7 +151,7 @@ def main(args, argv: list[str]) -> int:
 
 def tidy_cell(cell: Cell, jobs: tuple[list[Job], list[Job]], folders: dict) -> tuple | None:
     """(curves rows, regime rows, cell name, pool rows) of one cell's finished run folders; None if none."""
-    from analysis.runs import load_runs
+    from pcbench.analysis.runs import load_runs
     from pcbench.bench.aa import AA, curves_table
     from pcbench.bench.regime import regime_table
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from analysis.methods import label
-from analysis.report import DID_NOT_REACH, fmt_rollouts
+from pcbench.analysis.methods import label
+from pcbench.analysis.report import DID_NOT_REACH, fmt_rollouts
 
 NA = "-"
 GOAL_TEXT = {"pc_vs_grpo": f"{label('pilot_commit')} >= {{goal}}x fewer rollouts to target than {label('grpo')}",

@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from pcbench.bench.launch import Job, is_finished, launch, plan, run_folder
+from pcbench.bench.launch import Job, compose_cfg, is_finished, launch, plan, run_folder
 from pcbench.bench.provenance import provenance
 from pcbench.rundir import atomic_write_json, atomic_write_text
 
 def all_methods() -> list[str]:
     """Every registered allocator (a new file in pcbench/allocators/ is in), the paper's three first."""
-    from analysis.methods import method_order
+    from pcbench.analysis.methods import method_order
     from pcbench.allocators import ALLOCATORS
 
     return method_order(ALLOCATORS)
@@ -42,31 +42,50 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--steps", type=int, default=None, help="train.steps (default: the config's)")
     p.add_argument("--jobs", type=int, default=2, help="parallel runs, 1 torch thread each (default 2)")
     p.add_argument("--out", type=Path, default=Path("results/bench"), help="where the .md/.json go")
-    p.add_argument("--runs", type=Path, default=Path("results/bench_runs"),
-                   help="paths.results for the run folders (default results/bench_runs, not committed)")
-    p.add_argument("--experiment", default="sample_efficiency", help="experiment= of the run folders")
+    p.add_argument("--runs", type=Path, default=None,
+                   help="paths.results for the run folders (default: exp=sample_efficiency's, results/bench_runs, "
+                   "not committed)")
+    p.add_argument("--experiment", default=None,
+                   help="experiment= of the run folders (default: exp=sample_efficiency's, sample_efficiency)")
     p.add_argument("-o", "--override", action="append", default=[], metavar="KEY=VALUE",
                    help="extra Hydra override for every run (repeatable), e.g. -o data.train_size=240")
     p.add_argument("--n-boot", type=int, default=10_000, help="bootstrap resamples")
     p.add_argument("--score-only", action="store_true", help="train nothing; score the finished folders")
 
 
+# One bench job = conf/exp/sample_efficiency.yaml (its experiment, results folder, one torch thread,
+# no progress bar), so a job run by hand (`python -m pcbench.run exp=sample_efficiency ...`) is the
+# same run in the same folder. The options below override it only when given.
+EXP = "exp=sample_efficiency"
+
+
 def common_overrides(args) -> list[str]:
-    steps = [f"train.steps={args.steps}"] if args.steps else []
-    return [f"experiment={args.experiment}", f"paths.results={args.runs}", "train.threads=1",
-            "logging.progress=false", *steps, *args.override]
+    """Every job's overrides after method= and seed=: the exp, then the command line's changes."""
+    given = [f"experiment={args.experiment}"] if args.experiment else []
+    given += [f"paths.results={args.runs}"] if args.runs else []
+    given += [f"train.steps={args.steps}"] if args.steps else []
+    return [EXP, *given, *args.override]
+
+
+def plan_jobs(args, methods: list[str]) -> tuple[list[Job], list[Job], Path]:
+    """(main jobs, A/A jobs, the experiment's folder). The A/A runs live in experiment <name>_aa,
+    so figures of the main folder show GRPO's main seeds only."""
+    common = common_overrides(args)
+    base = args.seeds if args.baseline_seeds is None else args.baseline_seeds
+    jobs = plan(methods, list(range(args.seeds)), common)
+    if "grpo" in methods:
+        jobs += plan(["grpo"], list(range(args.seeds, base)), common)
+    cfg = compose_cfg(jobs[0].overrides)  # experiment and folder as composed (exp, then any override)
+    aa_common = [o for o in common if not o.startswith("experiment=")] + [f"experiment={cfg.experiment}_aa"]
+    first_aa = max(args.seeds, base)
+    aa_jobs = plan(["grpo"], list(range(first_aa, first_aa + args.aa_seeds)), aa_common)
+    return jobs, aa_jobs, Path(cfg.paths.results) / str(cfg.experiment)
 
 
 def main(args, argv: list[str]) -> int:
     methods = [m.strip() for m in args.methods.split(",") if m.strip()] if args.methods else all_methods()
+    jobs, aa_jobs, home = plan_jobs(args, methods)
     base = args.seeds if args.baseline_seeds is None else args.baseline_seeds
-    jobs = plan(methods, list(range(args.seeds)), common_overrides(args))
-    if "grpo" in methods:
-        jobs += plan(["grpo"], list(range(args.seeds, base)), common_overrides(args))
-    first_aa = max(args.seeds, base)
-    # the A/A runs live in their own experiment folder, so figures of the main folder show GRPO's main seeds
-    aa_common = [o if not o.startswith("experiment=") else f"experiment={args.experiment}_aa" for o in common_overrides(args)]
-    aa_jobs = plan(["grpo"], list(range(first_aa, first_aa + args.aa_seeds)), aa_common)
     folders = {job: run_folder(job) for job in jobs + aa_jobs}  # raises ConfigError before any training
     # each A/A seed right after a main seed, so a benchmark stopped early has both halves of the A/A
     rounds = max(args.seeds, base, args.aa_seeds)
@@ -74,16 +93,16 @@ def main(args, argv: list[str]) -> int:
     todo = [] if args.score_only else [j for j in order if not is_finished(folders[j])]
     print(f"{len(jobs) + len(aa_jobs)} runs ({len(aa_jobs)} of them the A/A), {len(jobs) + len(aa_jobs) - len(todo)} "
           f"already finished, {len(todo)} to train "
-          f"on {args.jobs} worker(s); logs in {args.runs / args.experiment / 'logs'}", flush=True)
+          f"on {args.jobs} worker(s); logs in {home / 'logs'}", flush=True)
     meta = provenance(argv)
-    results = launch(todo, args.jobs, args.runs / args.experiment / "logs")
+    results = launch(todo, args.jobs, home / "logs")
     previous = args.out / "sample_efficiency.json"
     if not todo and previous.exists():  # nothing trained now: the earlier command's record stays the source
         old = json.loads(previous.read_text())
         meta = {**old["provenance"], "rescored": meta}
         results = old.get("runs", [])
     args.out.mkdir(parents=True, exist_ok=True)
-    report = build_report(jobs, aa_jobs, folders, results, args, meta)
+    report = build_report(jobs, aa_jobs, folders, results, args, meta, home)
     atomic_write_json(args.out / "sample_efficiency.json", report)
     from pcbench.bench.render import sample_efficiency_md
     atomic_write_text(args.out / "sample_efficiency.md", sample_efficiency_md(report))
@@ -91,8 +110,9 @@ def main(args, argv: list[str]) -> int:
     return 0 if not report["failures"] else 1
 
 
-def build_report(jobs: list[Job], aa_jobs: list[Job], folders: dict, results: list[dict], args, meta: dict) -> dict:
-    from analysis.runs import load_runs
+def build_report(jobs: list[Job], aa_jobs: list[Job], folders: dict, results: list[dict], args, meta: dict,
+                 home: Path) -> dict:
+    from pcbench.analysis.runs import load_runs
     from pcbench.bench.launch import compose_cfg
     from pcbench.bench.tables import budget_accuracy, goals, rollouts_records, timing_records
 
@@ -109,7 +129,7 @@ def build_report(jobs: list[Job], aa_jobs: list[Job], folders: dict, results: li
             "setup": {"methods": sorted({j.method for j in jobs}, key=[j.method for j in jobs].index),
                       "seeds": args.seeds, "baseline_seeds": len({j.seed for j in jobs if j.method == "grpo"}), "steps": int(cfg.train.steps), "train_batch": int(cfg.train.batch_size),
                       "n": int(cfg.rollout.n), "model": str(cfg.model.name), "data": str(cfg.data.name),
-                      "jobs": args.jobs, "overrides": args.override, "runs_dir": str(args.runs / args.experiment)},
+                      "jobs": args.jobs, "overrides": args.override, "runs_dir": str(home)},
             "target": records[0]["target"] if records else None, "budget": budget,
             "records": records, "timing": timing_records(metrics) if present else [],
             "goals": goals(records, table, 0, args.n_boot) if present else {},
@@ -130,7 +150,7 @@ NOTES = [
 def benchmark_extras(runs, metrics, aa_present: list[str], args) -> tuple[dict, list[str]]:
     """Targets, the A/A records, the reference-target table; writes curves.csv, regime.csv and the
     regime card next to the report. -> (report fields, warnings)."""
-    from analysis.runs import load_runs
+    from pcbench.analysis.runs import load_runs
     from pcbench.bench.aa import AA, aa_record, curves_table, grpo_targets
     from pcbench.bench.regime import build_card, card_md, warm_start_pools
     from pcbench.bench.regime_plot import draw_regime_card

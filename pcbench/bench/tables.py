@@ -1,8 +1,8 @@
-"""Benchmark numbers from run folders: rollouts-to-target (analysis.scoring), the ratio to
+"""Benchmark numbers from run folders: rollouts-to-target (pcbench.analysis.scoring), the ratio to
 the oracle, wall-clock per step and per rollout, and the issue's goals checked against them.
 
 All per-method numbers are medians over seeds of per-run values, like the scoring's. Every
-interval comes from analysis.scoring (one bootstrap, one set of rules).
+interval comes from pcbench.analysis.scoring (one bootstrap, one set of rules).
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from analysis.methods import method_order
-from analysis.runs import ACC
-from analysis.scoring import (bootstrap_mean_ci, censored_median, per_run_table, resolve_targets, score,
+from pcbench.analysis.methods import method_order
+from pcbench.analysis.runs import ACC
+from pcbench.analysis.scoring import (bootstrap_mean_ci, censored_median, per_run_table, resolve_targets, score,
                               speedup)
 
 ORACLE = "oracle"
@@ -26,7 +26,7 @@ def _finite(x):
 
 
 def rollouts_records(runs: pd.DataFrame, metrics: pd.DataFrame, seed: int, n_boot: int, target: float | None = None):
-    """-> (records of analysis.scoring.score + ratio_to_oracle fields, per-run table, warnings).
+    """-> (records of pcbench.analysis.scoring.score + ratio_to_oracle fields, per-run table, warnings).
     target: None for GRPO's best (docs/method.md#rollouts-to-target), or a fixed val/acc fraction."""
     records, warnings = score(runs, metrics, target=target, baseline="grpo", seed=seed, n_boot=n_boot)
     targets = resolve_targets(metrics, target, "grpo")
@@ -47,7 +47,7 @@ def budget_accuracy(metrics: pd.DataFrame, records: list[dict], seed: int, n_boo
 
     Rollouts-to-target hinges on one noisy crossing of one threshold; accuracy at an equal budget
     uses every seed's level there, which is what "spending rollouts well" means at a fixed cost.
-    Interval: analysis.scoring.bootstrap_mean_ci, one fresh generator per method."""
+    Interval: pcbench.analysis.scoring.bootstrap_mean_ci, one fresh generator per method."""
     evals = metrics[metrics[ACC].notna()]
     grpo = metrics[metrics["method"] == "grpo"].groupby("path")["cumulative_rollouts"].max()
     budget = float(grpo.median()) if len(grpo) else None

@@ -27,8 +27,8 @@ from pcbench.rundir import atomic_write_json, atomic_write_text
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--batch", default="64,256,768", help="rollouts per generation call, comma-separated "
-                   "(default: a small call, a GRPO step of 8 x 32, a DAPO round of 24 x 32)")
+    p.add_argument("--batch", default="64,512,1536", help="rollouts per generation call, comma-separated "
+                   "(default: a small call, a GRPO step of 16 x 32, a DAPO round of 48 x 32)")
     p.add_argument("--repeats", type=int, default=7)
     p.add_argument("--threads", type=int, default=1, help="torch threads (training runs use 1)")
     p.add_argument("--weights", choices=("warmstart", "random"), default="warmstart")

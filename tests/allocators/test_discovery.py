@@ -96,7 +96,7 @@ def test_a_module_outside_the_package_via_method_module(tmp_path, cache):
     assert missing.returncode == 2
     assert missing.stderr.strip().splitlines() == [
         "pcbench: config error: method.module='my_allocs.mine': cannot import it (ModuleNotFoundError: No module "
-        "named 'my_allocs'); put its folder on PYTHONPATH or pip install it"]
+        f"named 'my_allocs'); put its folder on PYTHONPATH or pip install it (in {ext / 'conf' / 'method' / 'my_ext.yaml'})"]
     assert not (tmp_path / "results").exists()
     proc = python(args, REPO, env={"PYTHONPATH": os.pathsep.join([str(ext), os.environ.get("PYTHONPATH", "")])})
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -136,6 +136,29 @@ def test_no_eviction_and_posteriors_survive_the_epoch_end():
     assert a > b  # it remembers that prompt 0 was solved
 
 
+def test_zero_variance_groups_come_only_from_direct_commits_on_stale_posteriors():
+    """Why the benchmark's pilot_commit_bayes trains all-correct groups from its second epoch on
+    (docs/allocators.md): a kept pilot is in the band, so pilot + commit always mixes, but a
+    direct commit trusts last epoch's evidence, decayed once. Prompts learnt in between are
+    still believed in the band, committed n rollouts without a pilot, and all n are correct."""
+    learnt = set()
+    first = {i: 0.5 if i < 16 else (0.0 if i < 32 else 1.0) for i in range(48)}  # a U-shaped population
+    rates = lambda pid: 1.0 if pid in learnt else first[pid]  # noqa: E731 (the policy learns between epochs)
+    h = Harness(bayes(), rates, train_batch=B, prompt_ids=range(48))
+    while h.stream.epoch == 0:
+        batch, row = h.run_step()
+        assert row["alloc/zero_variance_groups"] == 0  # nothing solved mid-epoch: every group mixes
+    assert h.alloc.posterior.a0 < 1 and h.alloc.posterior.b0 < 1  # the prior alone says "not in the band"
+    learnt.update(range(16))
+    batch, row = h.run_step()
+    direct = [g for g in batch.groups if [p.kind for p in g.parts] == ["commit"]]
+    assert direct and row["alloc/direct"] == len(direct)  # no pilot could have caught them
+    assert all(g.prompt_id in learnt and g.size == N and np.all(g.parts[0].acc == 1.0) for g in direct)
+    piloted = [g for g in batch.groups if [p.kind for p in g.parts] == ["pilot", "commit"]]
+    assert all(0 < np.mean(g.parts[0].acc) < 1 for g in piloted)  # an in-band pilot keeps its group mixed
+    assert row["alloc/groups_all_correct"] == row["alloc/zero_variance_groups"] == len(direct)
+
+
 @pytest.mark.parametrize("extra,msg", [({"skip_below": 0.9}, "skip_below < direct_above"),
                                        ({"decay": 0.0}, "decay"), ({"headroom": 0.0}, "headroom"),
                                        ({"explor": 0.1}, "unknown key")])

@@ -1,7 +1,7 @@
 """Fixtures for analysis tests: the committed run folders and a writer for new ones.
 
 Works under `--import-mode=importlib` with or without `pythonpath = ["."]`: the repo root
-(for `import analysis.*`) and this folder (for `import runfolder_writer`) go on sys.path.
+(for `import pcbench.*` from a checkout) and this folder (for `import runfolder_writer`) go on sys.path.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def fixture_runs() -> Path:
 @pytest.fixture(scope="session")
 def loaded():
     """(runs, metrics, warnings) of the committed fixture folders."""
-    from analysis.runs import load_runs
+    from pcbench.analysis.runs import load_runs
     return load_runs([FIXTURE_RUNS])
 
 

@@ -13,9 +13,9 @@ import pytest
 
 matplotlib.use("Agg")
 
-from analysis import curves, figures  # noqa: E402
-from analysis.methods import label, method_colors  # noqa: E402
-from analysis.scoring import resolve_targets  # noqa: E402
+from pcbench.analysis import curves, figures  # noqa: E402
+from pcbench.analysis.methods import label, method_colors  # noqa: E402
+from pcbench.analysis.scoring import resolve_targets  # noqa: E402
 
 STEMS = ["fig1_acc_vs_rollouts", "per_set_acc", "rollouts_by_kind", "pc_prompt_states", "wallclock"]
 

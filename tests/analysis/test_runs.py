@@ -1,10 +1,10 @@
-"""analysis.runs: walking result folders and tolerating bad input (fixtures: tests/fixtures/runs)."""
+"""pcbench.analysis.runs: walking result folders and tolerating bad input (fixtures: tests/fixtures/runs)."""
 
 from __future__ import annotations
 
 import json
 
-from analysis.runs import ID_COLUMNS, load_runs
+from pcbench.analysis.runs import ID_COLUMNS, load_runs
 
 A, B, C = "toy-1.5b", "toy-4b", "toy-8b"
 

@@ -1,4 +1,4 @@
-"""analysis.scoring: hand-computed targets, crossings, censored medians, intervals, speedups.
+"""pcbench.analysis.scoring: hand-computed targets, crossings, censored medians, intervals, speedups.
 
 The fixture numbers are designed in tests/fixtures/make_runs.py; README.md there has the table.
 """
@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.runs import load_runs
-from analysis.scoring import (bootstrap_median_ci, censored_median, resolve_targets, rollouts_to_target,
+from pcbench.analysis.runs import load_runs
+from pcbench.analysis.scoring import (bootstrap_median_ci, censored_median, resolve_targets, rollouts_to_target,
                               score, speedup, target_accuracy)
 
 INF = math.inf

@@ -9,9 +9,9 @@ import sys
 import pytest
 from runfolder_writer import ledger, make_config, make_lines, write_run
 
-from analysis.curves import acc_curve_table
-from analysis.runs import load_runs
-from analysis.scoring import resolve_targets, score
+from pcbench.analysis.curves import acc_curve_table
+from pcbench.analysis.runs import load_runs
+from pcbench.analysis.scoring import resolve_targets, score
 
 STEPS = [ledger(plain=1000)] * 4
 # setup A (train_size 1000): GRPO peaks at 0.5; setup B (train_size 2000): GRPO peaks at 0.3

@@ -39,7 +39,7 @@ def test_sample_efficiency_end_to_end_and_reuse(tmp_path, cache):
     oracle = next(r for r in report["records"] if r["method"] == "oracle")
     assert oracle["ratio_to_oracle"] in (1.0, None)
     md = (out / "sample_efficiency.md").read_text()
-    assert report["provenance"]["commit"] in md and "| Pilot-Commit (Bayes) |" in md  # labels: analysis/methods.py
+    assert report["provenance"]["commit"] in md and "| Pilot-Commit (Bayes) |" in md  # labels: pcbench/analysis/methods.py
     # the A/A (GRPO on seeds 2, 3) is scored apart from the main table, its runs in their own experiment
     assert report["aa_seeds"] == [2, 3] and set(report["aa"]) == {"paper", "reference"}
     assert md.index("A/A noise floor") < md.index("## Rollouts to target (paper target)")
@@ -128,3 +128,33 @@ def test_killing_the_bench_stops_its_workers(tmp_path, cache):
                 p.kill()
             except psutil.NoSuchProcess:
                 pass
+
+
+# how the bench spelt its jobs before it composed exp=sample_efficiency (issue 21); every run
+# folder it made must still be the one the bench finds, so the two spellings compose alike
+OLD_COMMON = ("experiment={experiment}", "paths.results={runs}", "train.threads=1", "logging.progress=false")
+
+
+@pytest.mark.parametrize("extra", [[], ["--experiment", "foo", "--runs", "/tmp/r", "--steps", "3"]])
+def test_bench_jobs_compose_the_exp_into_the_same_run_folders(extra):
+    from pathlib import Path
+
+    from omegaconf import OmegaConf
+
+    from pcbench.bench.__main__ import build_parser
+    from pcbench.bench.launch import compose_cfg
+    from pcbench.bench.sample_efficiency import plan_jobs
+    from pcbench.rundir import run_path
+
+    args = build_parser().parse_args(["sample_efficiency", "--seeds", "1", "--aa-seeds", "1", *extra])
+    jobs, aa_jobs, home = plan_jobs(args, ["grpo", "pilot_commit_bayes"])
+    experiment, runs = ("foo", "/tmp/r") if extra else ("sample_efficiency", "results/bench_runs")
+    assert home == Path(runs) / experiment and len(jobs) == 2 and len(aa_jobs) == 1
+    for job in jobs + aa_jobs:
+        assert "exp=sample_efficiency" in job.overrides
+        assert not any(o.startswith(("train.threads=", "logging.progress=")) for o in job.overrides)
+        name = experiment + ("_aa" if job in aa_jobs else "")
+        old = [o.format(experiment=name, runs=runs) for o in OLD_COMMON] + (["train.steps=3"] if extra else [])
+        before, now = compose_cfg([f"method={job.method}", f"seed={job.seed}", *old]), compose_cfg(job.overrides)
+        assert run_path(now) == run_path(before)
+        assert OmegaConf.to_container(now, resolve=True) == OmegaConf.to_container(before, resolve=True)

@@ -114,3 +114,25 @@ def test_every_gpu_layout_passes_the_capacity_check():
     assert len(sized) >= 5  # every paper model (tests/config/test_experiments.py composes every model file)
     for model in sized:
         check_gpu_capacity(cfg_of("backend=verl", f"model={model}", "data=deepmath").model)
+
+
+def _imported_modules(path: Path) -> set[str]:
+    import ast
+
+    tree = ast.parse(path.read_text())
+    found = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Import):
+            found |= {a.name for a in n.names}
+        elif isinstance(n, ast.ImportFrom) and n.module:  # `from pcbench import config` names pcbench.config
+            found |= {n.module} | {f"{n.module}.{a.name}" for a in n.names}
+    return found
+
+
+def test_rules_module_does_not_import_config():
+    """config imports rules and never the reverse (issue 21). Walks the whole syntax tree, so a
+    lazy import inside a rule's function, which would bring the circle back, fails here too."""
+    pkg = Path(__file__).resolve().parents[2] / "pcbench"
+    assert "pcbench.rules" in _imported_modules(pkg / "config.py")
+    for name in ("rules.py", "errors.py"):
+        assert "pcbench.config" not in _imported_modules(pkg / name), name

@@ -32,7 +32,8 @@ REJECTED = [
     ('rollout.n', ['rollout.n=1'],
      'rollout.n=1: must be an integer >= 2; a GRPO group needs at least 2 rollouts (paper: 16 and more)'),
     ('method.name', ['method.name=nope'],
-     "unknown method 'nope'; choose one of: dapo, greso, grpo, mopps, oracle, pilot_commit, pilot_commit_bayes, pods, speed_rl"),
+     "unknown method 'nope'; choose one of: dapo, greso, grpo, mopps, oracle, pilot_commit, pilot_commit_bayes, pods, "
+     "speed_rl; or add your own (method.module=your_pkg.your_alloc, or the 'pcbench.allocators' entry-point group)"),
     ('method.name', ['method=oracle', *VERL],
      'method=oracle needs a backend with uncounted_probe, which backend=verl does not declare; use backend=embedded'),
     ('method.module', ['method.module=1bad'],

@@ -21,7 +21,6 @@ import importlib.util
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -29,7 +28,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from pcbench.backends.verl.watchdog import kill_tree
+from tests.verl.launching import launch as launch_bounded
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.slurm, pytest.mark.slow, pytest.mark.verl_cpu,
@@ -61,21 +60,7 @@ def command(tmp: Path, cache: Path, method: str, *more: str) -> list[str]:
 
 
 def launch(cmd: list[str], log: Path, env: dict, until=None) -> str:
-    """Run `cmd` in its own session; 'exit <rc>', or 'stopped' once `until()` returned True."""
-    env = {**env, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
-    with open(log, "a") as out:
-        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    start = time.monotonic()
-    try:
-        while proc.poll() is None:
-            time.sleep(1.0)
-            if until is not None and until():
-                return "stopped"
-            if time.monotonic() - start > LAUNCH_TIMEOUT_S:
-                pytest.fail(f"2-node verl run still going after {LAUNCH_TIMEOUT_S} s; log {log}")
-        return f"exit {proc.returncode}"
-    finally:
-        kill_tree(proc.pid, {proc.pid})
+    return launch_bounded(cmd, log, cwd=REPO, timeout_s=LAUNCH_TIMEOUT_S, env=env, until=until, why=lambda: " (2 nodes)")
 
 
 def run_folder(tmp: Path) -> Path:

@@ -1,8 +1,8 @@
-"""Fixtures of the verl backend tests (their helpers live in pcbench.backends.verl.testing)."""
+"""Fixtures of the verl backend tests (their test doubles live in tests/verl/doubles.py)."""
 
 import pytest
 
-from pcbench.backends.verl.testing import compose_pcbench
+from tests.verl.doubles import compose_pcbench
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import pytest
 from pcbench.backends.verl.allocation import AllocationRun, method_config
 from pcbench.backends.verl.config import build_verl_config
 from pcbench.backends.verl.rollout import VerlRolloutBackend
-from pcbench.backends.verl.testing import FakeAgentLoopManager, InMemoryKV, ListDataset
+from tests.verl.doubles import FakeAgentLoopManager, InMemoryKV, ListDataset
 
 # pass rate by prompt index mod 8: 4/8 inside PC's band [0.125, 0.75], 6/8 with non-zero std
 RATES = [0.0, 0.0625, 0.25, 0.5, 0.75, 1.0, 0.125, 0.875]

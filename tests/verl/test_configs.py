@@ -9,8 +9,8 @@ from omegaconf import OmegaConf
 from pcbench.allocators import get_allocator_cls
 from pcbench.backends.verl import vendor
 from pcbench.backends.verl.config import build_verl_config, check_backend_config
-from pcbench.backends.verl.testing import compose_pcbench as compose_cfg
 from pcbench.config import ConfigError, check_config
+from tests.verl.doubles import compose_pcbench as compose_cfg
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 MODELS = sorted(p.stem for p in (CONF / "model").glob("qwen*.yaml"))

@@ -15,16 +15,14 @@ hard timeout here) and its whole process tree is killed afterwards.
 
 import importlib.util
 import json
-import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import torch
 
-from pcbench.backends.verl.watchdog import kill_tree, read_heartbeat
+from pcbench.backends.verl.watchdog import read_heartbeat
+from tests.verl.launching import launch as launch_bounded
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.verl_cpu, pytest.mark.slow,
@@ -45,24 +43,11 @@ def command(tmp: Path, cache: Path, method: str) -> list[str]:
 
 
 def launch(cmd: list[str], log: Path, until=None) -> str:
-    """Run `cmd` in its own session; 'exit <rc>' or 'killed' (when `until()` turned true)."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
-    with open(log, "a") as out:
-        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    start = time.monotonic()
-    try:
-        while proc.poll() is None:
-            time.sleep(1.0)
-            if until is not None and until():
-                return "killed"
-            if time.monotonic() - start > LAUNCH_TIMEOUT_S:
-                results = Path(next(a for a in cmd if a.startswith("paths.results=")).split("=", 1)[1])
-                beat = read_heartbeat(next(iter(results.rglob("heartbeat.json")), Path("-")))
-                pytest.fail(f"verl run still going after {LAUNCH_TIMEOUT_S} s in stage {beat.get('stage')!r}; "
-                            f"log {log}")
-        return f"exit {proc.returncode}"
-    finally:
-        kill_tree(proc.pid, {proc.pid})
+    def stage() -> str:
+        results = Path(next(a for a in cmd if a.startswith("paths.results=")).split("=", 1)[1])
+        return f" in stage {read_heartbeat(next(iter(results.rglob('heartbeat.json')), Path('-'))).get('stage')!r}"
+
+    return launch_bounded(cmd, log, cwd=REPO, timeout_s=LAUNCH_TIMEOUT_S, until=until, why=stage)
 
 
 def run_folder(tmp: Path) -> Path:
@@ -120,7 +105,7 @@ def test_pilot_commit_killed_after_step_2_checkpoint_resumes_at_step_3(tmp_path,
         hits = list((tmp_path / "results").rglob("checkpoint/latest_checkpointed_iteration.txt"))
         return bool(hits) and hits[0].read_text().strip() == "2"
 
-    assert launch(cmd, log, until=step2_saved) == "killed", log.read_text()[-6000:]
+    assert launch(cmd, log, until=step2_saved) == "stopped", log.read_text()[-6000:]
     run = run_folder(tmp_path)
     assert not (run / "summary.json").exists()
     saved = checkpoint_state(run, 2)

@@ -37,7 +37,7 @@ def test_missing_data_fails_in_one_line_before_any_run_folder(paper_cfg, tmp_pat
 
 
 def test_embedded_model_on_verl_is_a_config_error(tmp_path, capsys):
-    from pcbench.backends.verl.testing import compose_pcbench
+    from tests.verl.doubles import compose_pcbench
 
     with pytest.raises(SystemExit):
         start(compose_pcbench("backend=verl", "data=deepmath", f"paths.results={tmp_path}"))

@@ -9,8 +9,8 @@ from omegaconf import OmegaConf
 from pcbench.backends.verl import config as C
 from pcbench.backends.verl import platform as P
 from pcbench.backends.verl.cpu_platform import CpuIndex, VersionMismatch, check_versions
-from pcbench.backends.verl.testing import compose_pcbench
 from pcbench.config import ConfigError
+from tests.verl.doubles import compose_pcbench
 
 TINY = ("backend=verl", "model=tiny-verl", "data=tiny-verl", "method=pilot_commit")
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from pcbench.backends.verl.config import build_verl_config
-from pcbench.backends.verl.testing import FakeAgentLoopManager, ListDataset, compose_pcbench
+from tests.verl.doubles import FakeAgentLoopManager, ListDataset, compose_pcbench
 
 
 @pytest.fixture(scope="module")

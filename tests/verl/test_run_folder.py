@@ -10,9 +10,9 @@ from pcbench.backends.verl.allocation import AllocationRun, method_config
 from pcbench.backends.verl.config import build_verl_config
 from pcbench.backends.verl.metrics import val_row
 from pcbench.backends.verl.rollout import VerlRolloutBackend
-from pcbench.backends.verl.testing import FakeAgentLoopManager, InMemoryKV, ListDataset
 from pcbench.rundir import RunDir
 from pcbench.runs import finish
+from tests.verl.doubles import FakeAgentLoopManager, InMemoryKV, ListDataset
 
 SMALL = ("train.batch_size=8", "train.mini_batch_size=2", "rollout.n=8")
 RATES = [0.0, 0.25, 0.5, 0.75, 1.0, 0.375, 0.625, 0.125]
@@ -67,7 +67,7 @@ def test_metrics_lines_follow_the_run_folder_contract(paper_cfg, tmp_path):
 
 
 def test_analysis_speedup_reads_verl_runs(paper_cfg, tmp_path, capsys):
-    from analysis.speedup import main
+    from pcbench.analysis.speedup import main
 
     for method in ("grpo", "dapo", "pilot_commit"):
         run, backend, _ = make_run(paper_cfg, tmp_path, method)

@@ -4,8 +4,8 @@ closes the ledger into verl's metrics, metrics reach the run folder, checkpoints
 import json
 
 from pcbench.backends.verl.config import build_verl_config
-from pcbench.backends.verl.testing import FakeAgentLoopManager, InMemoryKV, ListDataset
 from pcbench.rundir import RunDir
+from tests.verl.doubles import FakeAgentLoopManager, InMemoryKV, ListDataset
 
 SMALL = ("train.batch_size=8", "train.mini_batch_size=2", "rollout.n=8")
 

@@ -61,8 +61,8 @@ def test_kill_tree_spares_the_callers_own_session(tmp_path):
 
 def test_raising_the_watchdog_bound_resumes_the_same_run_folder():
     """A user whose run was killed as hung reruns with a larger backend.watchdog_s: same folder, resumed."""
-    from pcbench.backends.verl.testing import compose_pcbench
     from pcbench.rundir import run_id
+    from tests.verl.doubles import compose_pcbench
 
     tiny = ("backend=verl", "model=tiny-verl", "data=tiny-verl", "method=pilot_commit")
     assert run_id(compose_pcbench(*tiny)) == run_id(compose_pcbench(*tiny, "backend.watchdog_s=7200"))

@@ -1,4 +1,4 @@
-"""Shared look of the figures: panel grids, saving (method labels and colours: analysis/methods.py)."""
+"""Shared look of the figures: panel grids, saving (method labels and colours: pcbench/analysis/methods.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Render scoring records (analysis.scoring.score) as markdown, csv, latex or json text."""
+"""Render scoring records (pcbench.analysis.scoring.score) as markdown, csv, latex or json text."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import csv
 import io
 import json
 
-from analysis.methods import label
+from pcbench.analysis.methods import label
 DID_NOT_REACH = "did not reach"
 NA = "-"
 COLUMNS = ("model", "data", "target", "method", "reached", "rollouts to target", "95% CI",

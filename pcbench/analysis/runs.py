@@ -19,7 +19,7 @@ with its own target; a warning lists the setups and how to keep one (`where`).
 Nothing here raises on bad input: a garbled line, a config that does not parse, a run with
 no evaluations or steps that go backwards become warnings, and the rest is still loaded.
 
-    from analysis.runs import load_runs
+    from pcbench.analysis.runs import load_runs
     runs, metrics, warnings = load_runs(["results/"])
     runs, metrics, warnings = load_runs(["results/"], where=["data.train_size=1000"])
 """
@@ -35,7 +35,7 @@ from typing import Iterable
 import pandas as pd
 import yaml
 
-from analysis.setups import label_setups, matches, setup_hash, setup_of
+from pcbench.analysis.setups import label_setups, matches, setup_hash, setup_of
 
 ID_COLUMNS = ("run_id", "path", "method", "model", "data", "seed", "step", "cumulative_rollouts")
 RUN_COLUMNS = ("run_id", "path", "experiment", "method", "model", "data", "seed", "backend", "setup", "status",
@@ -213,7 +213,7 @@ def _is_number(value) -> bool:
 
 def load_run(run_dir: Path, where: list | None = None) -> tuple[dict | None, list[dict], list[str]]:
     """(runs row, metrics rows, warnings) for one run folder; runs row None if unreadable or
-    not selected by `where` ([(key, value)], analysis.setups.parse_where)."""
+    not selected by `where` ([(key, value)], pcbench.analysis.setups.parse_where)."""
     ident, warnings = read_config(run_dir)
     if ident is None:
         return None, [], warnings
@@ -237,7 +237,7 @@ def load_runs(dirs: Iterable[str | os.PathLike], where: list[str] | None = None
               ) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
     """(runs, metrics, warnings) for every run folder below `dirs` whose config.yaml matches every
     `where` "key=value" (ValueError on a malformed one); see the module docstring."""
-    from analysis.setups import parse_where
+    from pcbench.analysis.setups import parse_where
 
     selection = parse_where(where)
     run_dirs, warnings = find_run_dirs(dirs)

@@ -1,5 +1,9 @@
 """CPU stand-ins for the GPU side of a verl run, for tests (the way verl's *_on_cpu tests do it).
 
+They live under tests/, not in the shipped package: nothing in pcbench/ uses them. Import them
+as `from tests.verl.doubles import ...` (the suite's importlib mode resolves our `tests`, not
+the one the verl wheel ships; see tests/conftest.py).
+
 `FakeAgentLoopManager.generate_sequences(batch)` does what `AgentLoopManagerTQ` +
 `AgentLoopWorkerTQ` do for a single-turn agent: per prompt row it reads `__rollout_n__`,
 runs that many "sessions", and writes each trajectory to the key-value store under
@@ -23,6 +27,7 @@ from typing import Callable
 import torch
 from tensordict import NonTensorData, NonTensorStack, TensorDict
 
+from pcbench import paths
 from pcbench.reward.verl_entry import verl_compute_score
 
 
@@ -175,6 +180,6 @@ def compose_pcbench(*overrides: str, conf_dir: str | None = None):
 
     register_configs()
     GlobalHydra.instance().clear()
-    conf = conf_dir or str(Path(__file__).resolve().parents[3] / "conf")
+    conf = conf_dir or str(paths.CONF_DIR)
     with initialize_config_dir(config_dir=conf, version_base="1.3"):
         return compose(config_name="config", overrides=list(overrides))

@@ -13,9 +13,9 @@ import re
 import numpy as np
 import pandas as pd
 
-from analysis.runs import ACC, eval_rows
-from analysis.methods import method_order
-from analysis.scoring import GROUP, TOL
+from pcbench.analysis.runs import ACC, eval_rows
+from pcbench.analysis.methods import method_order
+from pcbench.analysis.scoring import GROUP, TOL
 
 SET_ACC = re.compile(r"^val/([^/]+)/acc$")
 KINDS = ("pilot", "commit", "plain")

@@ -24,8 +24,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from analysis.methods import method_order
-from analysis.runs import ACC, eval_rows
+from pcbench.analysis.methods import method_order
+from pcbench.analysis.runs import ACC, eval_rows
 
 TOL = 1e-9
 N_BOOT = 10_000
@@ -38,7 +38,7 @@ def target_accuracy(df: pd.DataFrame, baseline: str = "grpo",
                     warnings: list[str] | None = None) -> dict[tuple[str, str], float]:
     """{(model, data): target} for every group where `baseline` has evaluations.
 
-    df: metrics frame (analysis.runs.load_runs); rows of other methods are ignored.
+    df: metrics frame (pcbench.analysis.runs.load_runs); rows of other methods are ignored.
     """
     evals = eval_rows(df)
     evals = evals[evals["method"] == baseline]
