@@ -41,14 +41,14 @@ def sweep_jobs(argv: list[str], params: list[str] = ()) -> list[list[str]]:
     given = {o.split("=", 1)[0] for o in overrides}
     overrides = [p for p in params if p.split("=", 1)[0] not in given] + overrides
     parser = OverridesParser.create()
-    dirs = [CONF_DIR, *user_dirs(argv)]
+    dirs = [CONF_DIR, *user_dirs(args)]
     parsed = [expand_glob(o, parser, dirs) for o in parser.parse_overrides(overrides)]
     return [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
 
 
-def user_dirs(argv: list[str]) -> list[str]:
-    """The user's own config folders, absolute: --config-dir and file:// entries of hydra.searchpath."""
-    args = hydra_args(argv)
+def user_dirs(args) -> list[str]:
+    """The user's own config folders, absolute: --config-dir and file:// entries of hydra.searchpath
+    (`args`: the command line as Hydra parses it, hydra_args)."""
     dirs = [str(Path(args.config_dir).resolve())] if args.config_dir else []
     for o in args.overrides:
         if o.startswith("hydra.searchpath="):
@@ -57,11 +57,12 @@ def user_dirs(argv: list[str]) -> list[str]:
     return dirs
 
 
-def user_file(group: str, option: str, argv: list[str]) -> str | None:
-    """The user's yaml that provides `group/option` (pcbench's own conf/ wins a name clash, as in Hydra)."""
+def user_file(group: str, option: str, dirs: list[str]) -> str | None:
+    """The yaml in the user's folders `dirs` that provides `group/option` (pcbench's own conf/ wins
+    a name clash, as in Hydra)."""
     if (Path(CONF_DIR) / group / f"{option}.yaml").is_file():
         return None
-    for d in user_dirs(argv):
+    for d in dirs:
         path = Path(d) / group / f"{option}.yaml"
         if path.is_file():
             return str(path)
@@ -97,13 +98,12 @@ def one_line(error: Exception) -> str:
     return "; ".join(out)
 
 
-def composition(argv: list[str]) -> tuple[str, str, list[str]] | None:
+def composition(dirs: list[str], name: str) -> tuple[str, str, list[str]] | None:
     """(primary folder, primary config name, search-path override) as Hydra will compose the jobs;
     None when the primary config is nowhere to be found (Hydra then says so itself).
 
     A --config-name from the user's folder (a sweep file) is the primary config, with pcbench's
     conf/ on the search path for its `defaults: [config, ...]`."""
-    dirs, name = user_dirs(argv), hydra_args(argv).config_name or "config"
     primary, search = CONF_DIR, dirs
     if not (Path(CONF_DIR) / f"{name}.yaml").is_file():
         home = next((d for d in dirs if (Path(d) / f"{name}.yaml").is_file()), None)
@@ -117,29 +117,30 @@ def check_sweep(argv: list[str], fail: Callable[[str, str], None]) -> None:
     """Compose and check every job; `fail(kind, message)` (which exits) on the first bad one."""
     from hydra import compose, initialize_config_dir
 
-    where = composition(argv)
+    args = hydra_args(argv)
+    dirs = user_dirs(args)
+    where = composition(dirs, args.config_name or "config")
     if where is None:
         return
     primary, name, search = where
     with initialize_config_dir(config_dir=primary, version_base="1.3"):
         try:
-            jobs = sweep_jobs(argv, sweep_file_params(compose, name, search, argv))
+            params = sweep_file_params(compose, name, search) if args.multirun else []
+            jobs = sweep_jobs(argv, params)
         except Exception:  # a command line the pre-check cannot expand: Hydra reports it, each job checks itself
             return
         for i, job in enumerate(jobs):
             try:
                 check_config(compose(config_name=name, overrides=search + job))
             except Exception as e:  # ConfigError, or Hydra/OmegaConf refusing an override (type, typo)
-                message = (str(e) if isinstance(e, ConfigError) else one_line(e)) + naming_user_file(e, job, argv)
+                message = (str(e) if isinstance(e, ConfigError) else one_line(e)) + naming_user_file(e, job, dirs)
                 swept = [o for o in job if not all(o in other for other in jobs)]  # what makes this job differ
                 which = f" (sweep job {i} of {len(jobs)}: {' '.join(swept)}; no job was started)" if len(jobs) > 1 else ""
                 fail("config error", f"{message}{which}")
 
 
-def sweep_file_params(compose, name: str, search: list[str], argv: list[str]) -> list[str]:
-    """A -m run's hydra.sweeper.params of the primary config (a sweep file), as overrides."""
-    if not hydra_args(argv).multirun:
-        return []
+def sweep_file_params(compose, name: str, search: list[str]) -> list[str]:
+    """The hydra.sweeper.params of the primary config (a sweep file), as overrides."""
     try:
         cfg = compose(config_name=name, overrides=search, return_hydra_config=True)
     except Exception:  # the jobs' own composition reports it
@@ -148,16 +149,16 @@ def sweep_file_params(compose, name: str, search: list[str], argv: list[str]) ->
     return [f"{key}={value}" for key, value in params.items()]
 
 
-def naming_user_file(error: Exception, job: list[str], argv: list[str]) -> str:
+def naming_user_file(error: Exception, job: list[str], dirs: list[str]) -> str:
     """' (in <file>)' when the failing setting comes from a yaml in the user's own config folder:
     Hydra names the config ("In 'method/mine': ..."), a check names the key ("method.n=1: ...")."""
     text = str(error)
     named = re.match(r"In '([\w.-]+)/([\w.-]+)'", text)
     if named:
-        found = user_file(named[1], named[2], argv)
+        found = user_file(named[1], named[2], dirs)
     else:
         head = text.split(":", 1)[0]
         group = head.split("=", 1)[0].split(".", 1)[0] if "=" in head else ""
         choice = next((o.split("=", 1)[1] for o in job if o.split("=", 1)[0].lstrip("+~") == group), None)
-        found = user_file(group, choice, argv) if group and choice else None
+        found = user_file(group, choice, dirs) if group and choice else None
     return f" (in {found})" if found else ""

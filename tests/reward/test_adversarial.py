@@ -118,7 +118,7 @@ def _in_thread(fn, bound_s: float):
     return out[0]
 
 
-def test_adversarial_corpus_in_a_thread(stats, in_tmp_cwd, child_pids, monkeypatch) -> None:
+def test_adversarial_corpus_in_a_thread(stats, in_tmp_cwd, child_pids, reply_waits) -> None:
     """The same corpus through the process guard (the path verl takes). No wall-clock bound of the
     test's own: on a loaded machine a worker restarted after a timeout spends seconds importing
     sympy before the next call (once 5.47 s against a former 5 s bound), and that start is, by
@@ -129,16 +129,7 @@ def test_adversarial_corpus_in_a_thread(stats, in_tmp_cwd, child_pids, monkeypat
     from pcbench.reward import procguard
 
     guard = procguard.default_guard()
-    waits: list[tuple[float, bool]] = []  # (bound asked for, expired) of each reply wait
-    read_line = procguard._Worker.read_line
-
-    def recording(self, timeout):
-        line = read_line(self, timeout)
-        if timeout != guard.startup_timeout_s:  # wait_ready's wait for a fresh worker is not a reply wait
-            waits.append((timeout, line is None))
-        return line
-
-    monkeypatch.setattr(procguard._Worker, "read_line", recording)
+    waits = reply_waits  # (bound asked for, expired) of each reply wait
     worst = guard.startup_timeout_s + 2 * (1.0 + guard.grace_s)  # compute_score's timeout_s is 1.0
     before, restarts = child_pids(), guard.restarts
     for case_id, response, gold, expected in CORPUS:

@@ -29,26 +29,6 @@ def _in_thread(fn, *args, **kwargs):
     return out["value"]
 
 
-@pytest.fixture
-def reply_waits(monkeypatch) -> list[tuple[float, bool]]:
-    """(bound, expired) of every wait for a worker's reply. The guard's no-hang promise is that
-    bound (timeout_s + grace_s), then a kill; asserting it instead of the caller's wall time keeps
-    these tests true on a loaded machine, where scheduling alone can add seconds."""
-    from pcbench.reward import procguard
-
-    waits: list[tuple[float, bool]] = []
-    read_line = procguard._Worker.read_line
-
-    def recording(self, timeout):
-        line = read_line(self, timeout)
-        if self.ready:  # wait_ready's wait for a fresh worker sets ready after it: not a reply wait
-            waits.append((timeout, line is None))
-        return line
-
-    monkeypatch.setattr(procguard._Worker, "read_line", recording)
-    return waits
-
-
 def test_compute_score_in_a_thread_uses_the_guard(stats, child_pids) -> None:
     result = _in_thread(compute_score, r"\boxed{\frac{\pi}{2}}", r"\pi/2", stats=stats)
     assert result.acc and result.score == 1.0
