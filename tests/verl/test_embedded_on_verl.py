@@ -13,17 +13,14 @@ process tree is killed afterwards. Needs vLLM's CPU build.
 
 import importlib.util
 import json
-import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
-from pcbench.backends.verl.watchdog import kill_tree
+from tests.verl.launching import launch
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.verl_cpu, pytest.mark.slow,
@@ -57,9 +54,9 @@ def assets(tmp_path_factory):
     return {"root": root, "ecfg": ecfg, "sets": sets, "tier_files": tiers}
 
 
-def launch(tmp: Path, assets: dict, method: str, *overrides: str) -> list[dict]:
-    """`python -m pcbench.run backend=verl model=embedded-verl data=embedded-verl ...` in its own
-    session, bounded; -> the run's metrics rows (the test fails with the log's tail otherwise)."""
+def run_verl(tmp: Path, assets: dict, method: str, *overrides: str) -> list[dict]:
+    """`python -m pcbench.run backend=verl model=embedded-verl data=embedded-verl ...`, bounded
+    (tests/verl/launching.py); -> the run's metrics rows (the test fails with the log's tail otherwise)."""
     from pcbench.backends.verl.from_embedded import list_override
 
     root, log = assets["root"], tmp / "log.txt"
@@ -68,17 +65,8 @@ def launch(tmp: Path, assets: dict, method: str, *overrides: str) -> list[dict]:
            f"paths.cache={root}/cache", f"model.path={root}/model", f"data.root={root}/data",
            list_override("model.embedded", EMBEDDED), list_override("data.embedded", EMBEDDED),
            "train.batch_size=4", "train.mini_batch_size=2", f"hydra.run.dir={tmp}/hydra", *overrides]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
-    with open(log, "w") as out:
-        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    start = time.monotonic()
-    try:
-        while proc.poll() is None and time.monotonic() - start < TIMEOUT_S:
-            time.sleep(1.0)
-    finally:
-        kill_tree(proc.pid, {proc.pid})
-    assert proc.returncode == 0, f"exit {proc.returncode} after {time.monotonic() - start:.0f} s: " + \
-        log.read_text()[-6000:]
+    outcome = launch(cmd, log, cwd=REPO, timeout_s=TIMEOUT_S)
+    assert outcome == "exit 0", f"{outcome}: " + log.read_text()[-6000:]
     [run] = [p for p in (tmp / "results" / "verl").iterdir() if p.is_dir()]
     return [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
 
@@ -111,14 +99,8 @@ def test_vllm_and_the_embedded_model_give_the_same_log_probs(assets, tmp_path):
     cmd = [sys.executable, "-m", "pcbench.backends.verl.agreement", "vllm-logprobs", "--model",
            str(assets["root"] / "model"), "--sequences", str(tmp_path / "seqs.json"),
            "--out", str(tmp_path / "lp.json")]
-    with open(tmp_path / "log.txt", "w") as out:
-        proc = subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-                                env={**os.environ, "OMP_NUM_THREADS": "1"})
-    try:
-        proc.wait(timeout=600)
-    finally:
-        kill_tree(proc.pid, {proc.pid})
-    assert proc.returncode == 0, (tmp_path / "log.txt").read_text()[-4000:]
+    outcome = launch(cmd, tmp_path / "log.txt", cwd=REPO, timeout_s=600)
+    assert outcome == "exit 0", f"{outcome}: " + (tmp_path / "log.txt").read_text()[-4000:]
     vllm = [np.array(x, dtype=np.float64) for x in json.loads((tmp_path / "lp.json").read_text())]
     report = logprob_report(embedded_logprobs(model, seqs, tok.pad_id), vllm)
     print(f"log-probs: {report}")
@@ -132,7 +114,7 @@ def pilot_commit_rows(assets, tmp_path_factory):
     """6 Pilot-Commit steps at n = 32 (8 pilots + 24 commits), lower 0.125; the validation before
     training (the only one: test_freq=0) samples each tier's problems at the RL settings (T 1, top_p 1)."""
     tiers = ",".join(str(p) for p in assets["tier_files"])
-    return launch(tmp_path_factory.mktemp("pc"), assets, "pilot_commit", "train.steps=6", f"data.val_files=[{tiers}]",
+    return run_verl(tmp_path_factory.mktemp("pc"), assets, "pilot_commit", "train.steps=6", f"data.val_files=[{tiers}]",
                   "verl.trainer.test_freq=0", "train.val_top_p=1.0", "train.checkpoint_every=10")
 
 
@@ -180,7 +162,7 @@ def test_pilot_commit_at_the_papers_band_keeps_defers_and_evicts(pilot_commit_ro
 # -- 4. GRPO and DAPO at n = 32 ----------------------------------------------------------------------
 @pytest.mark.parametrize("method", ["grpo", "dapo"])
 def test_grpo_and_dapo_train_at_n32_with_the_ledger_equal_to_verls_count(assets, tmp_path, method):
-    rows = launch(tmp_path, assets, method, "train.steps=2", "train.eval_every=2", "train.checkpoint_every=10")
+    rows = run_verl(tmp_path, assets, method, "train.steps=2", "train.eval_every=2", "train.checkpoint_every=10")
     assert [r["step"] for r in rows] == [0, 1, 2] and "val/synthetic_val/acc" in rows[2]
     check_ledger_and_advantages(rows)
     for r in rows[1:]:
