@@ -41,15 +41,6 @@ def task_frames(task, val_samples: int) -> dict[str, pd.DataFrame]:
     return {TRAIN: verl_rows(task.train, TRAIN, "train"), VAL: verl_rows(task.val, VAL, "test", val_samples)}
 
 
-def tier_frames(problems: Iterable, repeat: int) -> dict[str, pd.DataFrame]:
-    """{tier: frame} with each problem of the tier written `repeat` times (data_source = the tier):
-    per-tier pass rates from one verl validation pass (the backend agreement check)."""
-    by_tier: dict[str, list] = {}
-    for p in problems:
-        by_tier.setdefault(p.tier, []).append(p)
-    return {t: verl_rows(ps, t, "test", repeat) for t, ps in sorted(by_tier.items())}
-
-
 def write_frames(frames: dict[str, pd.DataFrame], root: str | Path) -> list[Path]:
     """root/<stem>.parquet for each frame, each written whole or not at all."""
     root = Path(root)

@@ -39,9 +39,8 @@ def assets(tmp_path_factory):
     """The exported warm start, the task's parquet, and one parquet per tier of its validation
     problems, each repeated to >= 2,000 samples (the pass-rate comparison)."""
     from pcbench.backends.embedded.task import SyntheticTask
-    from pcbench.backends.verl.agreement import tier_repeats
+    from pcbench.backends.verl.agreement import tier_repeats, write_tier_files
     from pcbench.backends.verl.from_embedded import compose_embedded, make_data, make_model
-    from pcbench.data.synthetic import verl_rows, write_frames
 
     root = tmp_path_factory.mktemp("embedded-verl")
     cfg = OmegaConf.create({"paths": {"cache": str(root / "cache")}, "model": {"embedded": EMBEDDED},
@@ -50,7 +49,7 @@ def assets(tmp_path_factory):
     make_data(root / "data", cfg)
     ecfg = compose_embedded(EMBEDDED, root / "cache")
     sets = tier_repeats(SyntheticTask.for_run(ecfg).val)
-    tiers = write_frames({t: verl_rows(ps, t, "test", k) for t, (ps, k) in sets.items()}, root / "tiers")
+    tiers = write_tier_files(sets, root / "tiers")
     return {"root": root, "ecfg": ecfg, "sets": sets, "tier_files": tiers}
 
 

@@ -106,6 +106,14 @@ def tier_repeats(problems, min_samples: int = MIN_SAMPLES) -> dict[str, tuple[li
     return {t: (ps, math.ceil(min_samples / len(ps))) for t, ps in sorted(by_tier.items())}
 
 
+def write_tier_files(sets: dict[str, tuple[list, int]], root: Path) -> list[Path]:
+    """root/<tier>.parquet per tier of `sets` (each problem written its number of times, data_source
+    = the tier): one verl validation pass then logs val/<tier>/acc over all of them."""
+    from pcbench.data.synthetic import verl_rows, write_frames
+
+    return write_frames({t: verl_rows(ps, t, "test", k) for t, (ps, k) in sets.items()}, root)
+
+
 @torch.no_grad()
 def embedded_tier_rates(model, tok, sets: dict[str, tuple[list, int]], *, temperature: float, top_p: float,
                         max_new_tokens: int, seed: int = 0) -> dict[str, dict]:
@@ -162,8 +170,6 @@ def check(overrides: list[str], out: Path, cache: str, timeout_s: float = 1800) 
     from pcbench.backends.embedded.tokenizer import CharTokenizer
     from pcbench.backends.embedded.warmstart import load_or_train
     from pcbench.backends.verl.from_embedded import compose_embedded, list_override, make_data, make_model
-    from pcbench.data.synthetic import verl_rows, write_frames
-
     out.mkdir(parents=True, exist_ok=True)
     folders = Path(cache) / "embedded-verl"
     cfg = OmegaConf.create({"paths": {"cache": cache}, "model": {"embedded": overrides},
@@ -182,7 +188,7 @@ def check(overrides: list[str], out: Path, cache: str, timeout_s: float = 1800) 
     vllm = [np.array(x) for x in json.loads((out / "vllm.json").read_text())]
     report = {"logprobs": logprob_report(embedded_logprobs(model, seqs, tok.pad_id), vllm)}
     sets = tier_repeats(task.val)
-    files = write_frames({t: verl_rows(ps, t, "test", k) for t, (ps, k) in sets.items()}, out / "tiers")
+    files = write_tier_files(sets, out / "tiers")
     rc = run_bounded([sys.executable, "-m", "pcbench.run", "backend=verl", "model=embedded-verl", "data=embedded-verl",
                       "method=grpo", "train.steps=1", "train.batch_size=4", "train.mini_batch_size=2",
                       "verl.trainer.test_freq=0", "train.val_top_p=1.0", f"paths.cache={cache}",
