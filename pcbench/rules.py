@@ -272,6 +272,10 @@ EMBEDDED_RULES = [
 
 
 # -- the verl backend's model (conf/model/qwen*.yaml), data (conf/data/*.yaml) and backend keys ---
+def _overrides(v) -> bool:
+    return isinstance(v, ListConfig) and all(isinstance(o, str) and "=" in o for o in v)
+
+
 def vllm_shape_problem(cfg) -> str | None:
     """What vLLM / the model code would refuse in a local model folder's config.json, or None.
 
@@ -338,6 +342,12 @@ VERL_RULES = [
         fix="seconds a multi-node job waits for the head / every worker to join Ray before one clear error"),
     Rule("model.make", lambda v, c: v is None or (isinstance(v, str) and ":" in v), "null or module:function",
          "the function that builds model.path when it is missing"),
+    Rule("model.embedded", lambda v, c: _overrides(v), "a list of key=value overrides of the embedded config",
+         "the warm start model=embedded-verl exports, e.g. [model.warmstart.stop_pass_rate=0.3]"),
+    Rule("data.embedded", lambda v, c: _overrides(v), "a list of key=value overrides of the embedded config",
+         "the task data=embedded-verl writes, e.g. [data.train_size=500]"),
+    Rule("data.make", lambda v, c: v is None or (isinstance(v, str) and ":" in v), "null or module:function",
+         "the function that builds the parquet files in data.root"),
 ]
 
 RULES_BY_BACKEND = {"embedded": EMBEDDED_RULES, "verl": VERL_RULES}

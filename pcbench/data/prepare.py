@@ -10,6 +10,7 @@ verl's RLHFDataset and reward loop read:
 
     data_source  str            the set name (validation metrics are grouped by it)
     prompt       [{role, content}]  one user turn: the question + "put your final answer within \\boxed{}"
+                                    (after the spec's worked examples as user / assistant turns, if any)
     ability      "math"
     reward_model {style: "rule", ground_truth: str}
     extra_info   {index: int, split: str, repeat: int}
@@ -87,6 +88,14 @@ def question_answer_pairs(spec: DatasetSpec, frame: pd.DataFrame) -> list[tuple[
     return out
 
 
+def chat_prompt(spec: DatasetSpec, question: str) -> list[dict]:
+    """The prompt's turns: each worked example of the spec (user asks, assistant answers), then the question."""
+    turns = []
+    for q, a in spec.shots:
+        turns += [{"role": "user", "content": PROMPT_TEMPLATE.format(question=q)}, {"role": "assistant", "content": a}]
+    return turns + [{"role": "user", "content": PROMPT_TEMPLATE.format(question=question)}]
+
+
 def to_verl_rows(spec: DatasetSpec, pairs: list[tuple[str, str]]) -> pd.DataFrame:
     split = "train" if spec.role == "train" else "test"
     rows = []
@@ -94,7 +103,7 @@ def to_verl_rows(spec: DatasetSpec, pairs: list[tuple[str, str]]) -> pd.DataFram
         for i, (question, answer) in enumerate(pairs):
             rows.append({
                 "data_source": spec.name,
-                "prompt": [{"role": "user", "content": PROMPT_TEMPLATE.format(question=question)}],
+                "prompt": chat_prompt(spec, question),
                 "ability": "math",
                 "reward_model": {"style": "rule", "ground_truth": answer},
                 "extra_info": {"index": i, "split": split, "repeat": r},

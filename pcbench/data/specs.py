@@ -34,6 +34,9 @@ class DatasetSpec:
     extract: Optional[Callable[[dict], tuple[str, str]]] = field(default=None, compare=False)
     # () -> raw table, for sets generated here instead of downloaded (hf_id is then a label)
     generate: Optional[Callable[[], "pd.DataFrame"]] = field(default=None, compare=False)
+    # worked (question, answer) pairs written as earlier user / assistant turns before each
+    # question: the answer format for a pretrained model that was never trained to box its answers
+    shots: tuple[tuple[str, str], ...] = ()
 
 
 def _deepmath_is_test(question: str) -> bool:
@@ -76,6 +79,32 @@ def _arith(split: str):
     return make
 
 
+LADDER_TIERS = ("add11", "add21", "add22", "add33", "add44")  # the embedded ladder, easiest first
+# Two worked sums before each ladder question. Asked the bare question (with the boxed-answer
+# instruction), SmolLM2-135M-Instruct answers in prose and never boxes (0 of 80 validation answers
+# rewarded, before and after a GRPO step); after these turns it answers "a + b = c, so the answer
+# is \\boxed{c}." (greedy: 4 of 8 sums of up to 3 digits right). Neither sum is in the ladder's sets.
+LADDER_SHOTS = (("What is 2+5?", "2 + 5 = 7, so the answer is \\boxed{7}."),
+                ("What is 31+14?", "31 + 14 = 45, so the answer is \\boxed{45}."))
+
+
+def _ladder(split: str, tiers: tuple[str, ...], size: int):
+    """The embedded task's ladder (pcbench/backends/embedded/task.py) as plain questions for a
+    pretrained model ("What is 47+35?", the answer written normally): `size` problems per tier,
+    drawn from a fixed seed per split (train 64 mixed over the tiers; validation one set per tier)."""
+    def make():
+        import numpy as np
+        import pandas as pd
+
+        from pcbench.backends.embedded.task import sample_problems
+
+        rng = np.random.default_rng({"train": 1234, "test": 4321}[split])
+        probs = sample_problems(size, {t: 1.0 for t in tiers}, rng)
+        return pd.DataFrame({"problem": [f"What is {p.prompt[:-1]}?" for p in probs],
+                             "answer": [p.answer for p in probs]})
+    return make
+
+
 SPECS: dict[str, DatasetSpec] = {s.name: s for s in [
     DatasetSpec("deepmath", "zwhe99/DeepMath-103K", "train", "train",
                 answer_columns=("final_answer",), keep=lambda q, a: _checkable(a) and not _deepmath_is_test(q)),
@@ -91,6 +120,10 @@ SPECS: dict[str, DatasetSpec] = {s.name: s for s in [
     DatasetSpec("olympiadbench", "math-ai/olympiadbench", "test", "val"),
     DatasetSpec("arith", "generated", "train", "train", generate=_arith("train")),
     DatasetSpec("arith_test", "generated", "test", "val", generate=_arith("test")),
+    DatasetSpec("ladder", "generated", "train", "train", generate=_ladder("train", LADDER_TIERS, 64),
+                shots=LADDER_SHOTS),
+    *[DatasetSpec(f"ladder_{t}", "generated", "test", "val", generate=_ladder("test", (t,), 16), shots=LADDER_SHOTS)
+      for t in LADDER_TIERS],
 ]}
 
 

@@ -271,6 +271,14 @@ REJECTED = [
      "backend.watchdog_s=-1: must be a number >= 0; seconds without a heartbeat before the entry stops verl (0: never)"),
     ('model.make', ['backend=verl', 'model=tiny-verl', 'data=tiny-verl', 'model.make=tiny'],
      "model.make='tiny': must be null or module:function; the function that builds model.path when it is missing"),
+    ('model.embedded', ['backend=verl', 'model=embedded-verl', 'data=embedded-verl', 'model.embedded=[hidden]'],
+     "model.embedded=['hidden']: must be a list of key=value overrides of the embedded config; the warm start "
+     "model=embedded-verl exports, e.g. [model.warmstart.stop_pass_rate=0.3]"),
+    ('data.embedded', ['backend=verl', 'model=embedded-verl', 'data=embedded-verl', 'data.embedded=5'],
+     "data.embedded=5: must be a list of key=value overrides of the embedded config; the task data=embedded-verl "
+     "writes, e.g. [data.train_size=500]"),
+    ('data.make', ['backend=verl', 'model=embedded-verl', 'data=embedded-verl', 'data.make=write'],
+     "data.make='write': must be null or module:function; the function that builds the parquet files in data.root"),
     ('verl', [*VERL, 'verl.data.train_batch_size=64'],
      "verl.data.train_batch_size=64 differs from train.batch_size=128; set train.batch_size instead (pcbench's allocator reads it)"),
     ('model.override_config', [*VERL, 'model.override_config=5'],

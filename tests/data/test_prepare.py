@@ -131,3 +131,26 @@ def _write_jsonl(tmp_path, name, rows):
     path = tmp_path / name
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
+
+
+def test_ladder_sets_ask_after_worked_examples_and_are_scored_by_the_boxed_reward(tmp_path):
+    """data=ladder (model=smollm2-135m): each prompt is the two worked sums as earlier chat turns,
+    then the question; the answers are the sums; the shots' own answers pass the reward, and no
+    ladder question repeats a shot (the model is not shown the answer it is asked for)."""
+    from pcbench.data.specs import LADDER_SHOTS, LADDER_TIERS
+
+    shot_questions = {PROMPT_TEMPLATE.format(question=q) for q, _ in LADDER_SHOTS}
+    for name, n in [("ladder", 64)] + [(f"ladder_{t}", 16) for t in LADDER_TIERS]:
+        rows = read(prepare(name, tmp_path))
+        assert len(rows) == n, name
+        for r in rows:
+            turns = list(r["prompt"])
+            assert [t["role"] for t in turns] == ["user", "assistant", "user", "assistant", "user"]
+            assert [t["content"] for t in turns[1:4:2]] == [a for _, a in LADDER_SHOTS]
+            question = turns[-1]["content"]
+            assert question not in shot_questions and "\\boxed{}" in question
+            a, b = question.split("?")[0].removeprefix("What is ").split("+")
+            assert r["reward_model"]["ground_truth"] == str(int(a) + int(b))
+    for q, a in LADDER_SHOTS:
+        x, y = q.removeprefix("What is ").rstrip("?").split("+")
+        assert verl_compute_score("ladder", a, str(int(x) + int(y)))["acc"]

@@ -48,7 +48,8 @@ class VerlBackend(Backend):
         try:
             check_data_files(data_files(cfg))
         except MissingDataError as e:
-            lines.append(f"# NOTE: {e}")
+            made = f" (made on first use by data.make={cfg.data.make})" if cfg.data.get("make") else ""
+            lines.append(f"# NOTE: {e}{made}")
         return lines
 
     def check(self, cfg: DictConfig) -> None:
@@ -102,14 +103,15 @@ def cluster_monitor(run: RunDir):
 
 def make_local_assets(cfg: DictConfig) -> None:
     """Build what a model/data config says it can build offline (`make:`), once: the tiny verl model
-    (conf/model/tiny-verl.yaml) and generated parquet sets (pcbench.data.prepare's `arith`)."""
+    (conf/model/tiny-verl.yaml), the exported embedded warm start and task (conf/*/embedded-verl.yaml)
+    and generated parquet sets (pcbench.data.prepare's `arith`)."""
     from pathlib import Path
 
     from pcbench.data.specs import SPECS
 
-    if cfg.model.get("make"):
-        module, _, fn = str(cfg.model.make).partition(":")
-        getattr(importlib.import_module(module), fn)(cfg.model.path)
+    for spec, where in ((cfg.model.get("make"), cfg.model.get("path")), (cfg.data.get("make"), cfg.data.get("root"))):
+        if spec:
+            call_make(str(spec), where, cfg)
     for f in map(Path, data_files(cfg)):
         spec = SPECS.get(f.stem)
         if not f.exists() and spec is not None and spec.generate is not None:
@@ -117,6 +119,16 @@ def make_local_assets(cfg: DictConfig) -> None:
 
             print(f"pcbench: generating {f} (python -m pcbench.data.prepare {f.stem} --out {f.parent})", flush=True)
             prepare(f.stem, f.parent)
+
+
+def call_make(spec: str, where, cfg: DictConfig):
+    """`make: module:function` -> function(where), or function(where, cfg=cfg) when it takes `cfg`
+    (a builder that derives what it makes from other settings, e.g. model.embedded)."""
+    import inspect
+
+    module, _, name = spec.partition(":")
+    fn = getattr(importlib.import_module(module), name)
+    return fn(where, cfg=cfg) if "cfg" in inspect.signature(fn).parameters else fn(where)
 
 
 # `backend.entry` (conf/backend/verl.yaml) names this object; the entry string is part of every run

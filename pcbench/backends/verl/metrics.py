@@ -32,9 +32,12 @@ def val_row(metrics: Mapping[str, Any]) -> dict[str, float]:
 
 
 def train_row(metrics: Mapping[str, Any]) -> dict[str, float]:
-    """actor/* losses as train/*, plus the mean sequence score of the trained batch."""
+    """actor/* losses as train/*, plus the mean sequence score and the advantage range of the trained batch."""
     row = {f"train/{k[len('actor/'):]}": float(v) for k, v in metrics.items()
            if k.startswith("actor/") and isinstance(v, (int, float, np.number))}
     if "critic/score/mean" in metrics:
         row["train/score_mean"] = float(metrics["critic/score/mean"])
+    for stat in ("max", "min"):  # GRPO advantages of the trained batch: both 0 when no group mixes rewards
+        if f"critic/advantages/{stat}" in metrics:
+            row[f"train/advantage_{stat}"] = float(metrics[f"critic/advantages/{stat}"])
     return row

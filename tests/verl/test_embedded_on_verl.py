@@ -1,0 +1,175 @@
+"""One checkpoint, two backends: the embedded warm start and task on the real verl path
+(`backend=verl model=embedded-verl data=embedded-verl`), and what shows both backends compute the
+same policy from it (docs/verl.md#backend-agreement).
+
+The checkpoint is the embedded default model (hidden 128, head_dim 32) warm-started with an earlier
+competence stop than the default (add22 at 90% instead of add33 at 40%: ~1,100 SFT steps instead of
+~2,300, so the module's set-up stays near a minute and a half). Its pool draws add22, add32 and add33,
+where this checkpoint's pilots land on every side of the paper's band: add22 and add32 mostly solved
+(too easy; 8 of 8 evicted at the epoch end), add33 at ~8% (kept when 1-6 of 8 pilots pass, deferred
+when none does). Every launch is bounded (the entry's watchdog and a hard timeout here) and its whole
+process tree is killed afterwards. Needs vLLM's CPU build.
+"""
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from omegaconf import OmegaConf
+
+from tests.verl.launching import launch
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = [pytest.mark.verl_cpu, pytest.mark.slow,
+              pytest.mark.skipif(importlib.util.find_spec("vllm") is None,
+                                 reason="needs vLLM's CPU build: pip install -e '.[test,verl-cpu]' (README)")]
+TIMEOUT_S = 900
+# the checkpoint and the task: embedded defaults but the earlier stop, a 60-prompt pool of add22 / add32 /
+# add33 (5 rounds of 12 candidates per epoch, a round or more per step: an epoch ends within 6 steps; a
+# smaller pool left too few prompts after the evictions to fill a batch) and 96 validation problems
+EMBEDDED = ["model.warmstart.stop_tier=add22", "model.warmstart.stop_pass_rate=0.9", "data.tiers.add44=0.0",
+            "+data.tiers.add32=0.3", "data.train_size=60", "data.val_size=96", "data.val_samples=1"]
+
+
+@pytest.fixture(scope="module")
+def assets(tmp_path_factory):
+    """The exported warm start, the task's parquet, and one parquet per tier of its validation
+    problems, each repeated to >= 2,000 samples (the pass-rate comparison)."""
+    from pcbench.backends.embedded.task import SyntheticTask
+    from pcbench.backends.verl.agreement import tier_repeats, write_tier_files
+    from pcbench.backends.verl.from_embedded import compose_embedded, make_data, make_model
+
+    root = tmp_path_factory.mktemp("embedded-verl")
+    cfg = OmegaConf.create({"paths": {"cache": str(root / "cache")}, "model": {"embedded": EMBEDDED},
+                            "data": {"embedded": EMBEDDED}})
+    make_model(root / "model", cfg)
+    make_data(root / "data", cfg)
+    ecfg = compose_embedded(EMBEDDED, root / "cache")
+    sets = tier_repeats(SyntheticTask.for_run(ecfg).val)
+    tiers = write_tier_files(sets, root / "tiers")
+    return {"root": root, "ecfg": ecfg, "sets": sets, "tier_files": tiers}
+
+
+def run_verl(tmp: Path, assets: dict, method: str, *overrides: str) -> list[dict]:
+    """`python -m pcbench.run backend=verl model=embedded-verl data=embedded-verl ...`, bounded
+    (tests/verl/launching.py); -> the run's metrics rows (the test fails with the log's tail otherwise)."""
+    from pcbench.backends.verl.from_embedded import list_override
+
+    root, log = assets["root"], tmp / "log.txt"
+    cmd = [sys.executable, "-m", "pcbench.run", "backend=verl", "model=embedded-verl", "data=embedded-verl",
+           f"method={method}", "backend.platform=cpu", "backend.watchdog_s=420", f"paths.results={tmp}/results",
+           f"paths.cache={root}/cache", f"model.path={root}/model", f"data.root={root}/data",
+           list_override("model.embedded", EMBEDDED), list_override("data.embedded", EMBEDDED),
+           "train.batch_size=4", "train.mini_batch_size=2", f"hydra.run.dir={tmp}/hydra", *overrides]
+    outcome = launch(cmd, log, cwd=REPO, timeout_s=TIMEOUT_S)
+    assert outcome == "exit 0", f"{outcome}: " + log.read_text()[-6000:]
+    [run] = [p for p in (tmp / "results" / "verl").iterdir() if p.is_dir()]
+    return [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+
+
+def check_ledger_and_advantages(rows: list[dict]) -> None:
+    for r in rows[1:]:
+        # what the allocator asked for == the trajectories verl's agent loop generated that step
+        assert r["rollouts/step"] == r["verl/generated_sequences"] > 0, r
+        assert r["rollouts/trained"] == 4 * 32
+        # mixed groups, and verl's GRPO gave their rollouts non-zero advantages (one uid per group)
+        assert r["alloc/groups_mixed"] >= 1 and r["train/advantage_max"] > 0 > r["train/advantage_min"], r
+
+
+# -- 1. log-probs ------------------------------------------------------------------------------------
+def test_vllm_and_the_embedded_model_give_the_same_log_probs(assets, tmp_path):
+    """Teacher-forced log-probs of the same sequences (96 validation prompts with the gold answer and
+    with a sampled answer) from vLLM's CPU engine (fp32) and from the embedded trainer's scoring."""
+    import numpy as np
+
+    from pcbench.backends.embedded.task import SyntheticTask
+    from pcbench.backends.embedded.tokenizer import CharTokenizer
+    from pcbench.backends.embedded.warmstart import load_or_train
+    from pcbench.backends.verl.agreement import LOGPROB_TOL, embedded_logprobs, logprob_report, scored_sequences
+
+    tok, ecfg = CharTokenizer(), assets["ecfg"]
+    task = SyntheticTask.for_run(ecfg)
+    model, _ = load_or_train(ecfg, task, tok, log=lambda *_: None)
+    seqs = scored_sequences(model, tok, task.val)
+    (tmp_path / "seqs.json").write_text(json.dumps(seqs))
+    cmd = [sys.executable, "-m", "pcbench.backends.verl.agreement", "vllm-logprobs", "--model",
+           str(assets["root"] / "model"), "--sequences", str(tmp_path / "seqs.json"),
+           "--out", str(tmp_path / "lp.json")]
+    outcome = launch(cmd, tmp_path / "log.txt", cwd=REPO, timeout_s=600)
+    assert outcome == "exit 0", f"{outcome}: " + (tmp_path / "log.txt").read_text()[-4000:]
+    vllm = [np.array(x, dtype=np.float64) for x in json.loads((tmp_path / "lp.json").read_text())]
+    report = logprob_report(embedded_logprobs(model, seqs, tok.pad_id), vllm)
+    print(f"log-probs: {report}")
+    assert report["sequences"] == len(seqs) >= 150 and report["tokens"] > 1500
+    assert report["max_abs_token"] <= LOGPROB_TOL, report
+
+
+# -- 2 and 3. Pilot-Commit at the paper's band; its step-0 validation samples the tiers ------------------
+@pytest.fixture(scope="module")
+def pilot_commit_rows(assets, tmp_path_factory):
+    """6 Pilot-Commit steps at n = 32 (8 pilots + 24 commits), lower 0.125; the validation before
+    training (the only one: test_freq=0) samples each tier's problems at the RL settings (T 1, top_p 1)."""
+    tiers = ",".join(str(p) for p in assets["tier_files"])
+    return run_verl(tmp_path_factory.mktemp("pc"), assets, "pilot_commit", "train.steps=6", f"data.val_files=[{tiers}]",
+                  "verl.trainer.test_freq=0", "train.val_top_p=1.0", "train.checkpoint_every=10")
+
+
+def test_verl_rollout_and_embedded_sampler_pass_rates_agree_per_tier(assets, pilot_commit_rows):
+    from pcbench.backends.embedded.task import SyntheticTask
+    from pcbench.backends.embedded.tokenizer import CharTokenizer
+    from pcbench.backends.embedded.warmstart import load_or_train
+    from pcbench.backends.verl.agreement import MIN_SAMPLES, Z_MAX, compare_rates, embedded_tier_rates
+
+    ecfg, tok = assets["ecfg"], CharTokenizer()
+    model, _ = load_or_train(ecfg, SyntheticTask.for_run(ecfg), tok, log=lambda *_: None)
+    embedded = embedded_tier_rates(model, tok, assets["sets"], temperature=1.0, top_p=1.0,
+                                   max_new_tokens=int(ecfg.data.max_response_tokens))
+    step0 = pilot_commit_rows[0]
+    verl = {p.stem: {"acc": step0[f"val/{p.stem}/acc"], "n": len(pd.read_parquet(p, columns=["data_source"]))}
+            for p in assets["tier_files"]}
+    rows = compare_rates(verl, embedded)
+    for tier, r in rows.items():
+        print(f"pass rate {tier}: verl {r['verl']:.4f} (n {r['n_verl']}) embedded {r['embedded']:.4f} "
+              f"(n {r['n_embedded']}) |diff| {abs(r['verl'] - r['embedded']):.4f} = {r['z']:.2f} SE")
+    assert set(rows) == {"add22", "add32", "add33"}
+    assert all(r["n_verl"] == r["n_embedded"] >= MIN_SAMPLES for r in rows.values())
+    assert all(r["z"] <= Z_MAX for r in rows.values()), rows
+    assert rows["add22"]["embedded"] > 0.7 and 0.02 < rows["add33"]["embedded"] < 0.9  # a spread worth comparing
+
+
+def test_pilot_commit_at_the_papers_band_keeps_defers_and_evicts(pilot_commit_rows):
+    rows = pilot_commit_rows
+    keys = ("alloc/kept", "alloc/too_easy", "alloc/too_hard", "alloc/evicted", "rollouts/pilot", "rollouts/commit",
+            "rollouts/step", "verl/generated_sequences", "alloc/groups_mixed")
+    for r in rows[1:]:
+        print("step", r["step"], {k.split("/")[-1]: r[k] for k in keys},
+              f"adv [{r['train/advantage_min']:.2f}, {r['train/advantage_max']:.2f}]")
+    assert [r["step"] for r in rows] == list(range(7))
+    check_ledger_and_advantages(rows)
+    for r in rows[1:]:
+        assert r["rollouts/pilot"] % 8 == 0 and r["rollouts/commit"] % 24 == 0 and r["rollouts/commit"] >= 4 * 24
+    # every verdict of the band happens: kept, too easy (p > 0.75), too hard (p < 0.125, deferred),
+    # and p = 1 prompts evicted at the epoch end (60 prompts = 5 rounds: an epoch ends within 6 steps)
+    for key in ("alloc/kept", "alloc/too_easy", "alloc/too_hard"):
+        assert sum(r[key] for r in rows[1:]) > 0, key
+    assert rows[-1]["alloc/evicted"] > 0 and any(r["alloc/epoch_ends"] for r in rows[1:])
+
+
+# -- 4. GRPO and DAPO at n = 32 ----------------------------------------------------------------------
+@pytest.mark.parametrize("method", ["grpo", "dapo"])
+def test_grpo_and_dapo_train_at_n32_with_the_ledger_equal_to_verls_count(assets, tmp_path, method):
+    rows = run_verl(tmp_path, assets, method, "train.steps=2", "train.eval_every=2", "train.checkpoint_every=10")
+    assert [r["step"] for r in rows] == [0, 1, 2] and "val/synthetic_val/acc" in rows[2]
+    check_ledger_and_advantages(rows)
+    for r in rows[1:]:
+        print(method, "step", r["step"], {k: r[k] for k in ("rollouts/step", "verl/generated_sequences",
+                                                          "alloc/groups_mixed", "alloc/groups_all_correct",
+                                                          "alloc/groups_all_wrong")})
+        if method == "grpo":
+            assert r["rollouts/step"] == 4 * 32 and r["rollouts/discarded"] == 0
+        else:  # rounds of 12 candidates x 32; all-equal and surplus groups discarded, and counted
+            assert r["rollouts/step"] % (12 * 32) == 0 and r["alloc/groups_mixed"] == 4
+            assert r["rollouts/discarded"] == r["rollouts/step"] - 4 * 32
