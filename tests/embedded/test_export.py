@@ -126,3 +126,46 @@ def test_bad_embedded_overrides_fail_in_one_line(tmp_path):
     assert "\n" not in str(e.value) and "model.hiden_size" in str(e.value)
     with pytest.raises(ConfigError, match="drop the backend override"):
         compose_embedded(["backend=verl"])
+
+
+def test_a_trained_runs_checkpoint_exports_with_its_own_weights(tmp_path):
+    """`python -m pcbench.backends.verl.from_embedded --run RUN --out DIR`: the weights of the run's
+    last checkpoint (not its warm start) in a folder transformers loads with the same logits; a
+    folder without a checkpoint, or an --out that exists, is one line and exit 2, nothing written."""
+    import os
+    import subprocess
+    import sys
+
+    from transformers import AutoModelForCausalLM
+
+    from pcbench.backends.embedded.warmstart import load_or_train
+    from tests.embedded.test_end_to_end import TINY
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "pcbench.backends.verl.from_embedded", *args], cwd=REPO,
+                              capture_output=True, text=True, timeout=300)
+
+    train = subprocess.run([sys.executable, "-m", "pcbench.run", *TINY, "method=grpo", "train.steps=2",
+                            f"paths.results={tmp_path}/results", f"paths.cache={tmp_path}/cache"],
+                           capture_output=True, text=True, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert train.returncode == 0, train.stderr[-3000:]
+    [run] = list((tmp_path / "results" / "e2e").iterdir())
+    done = cli("--run", str(run), "--out", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    info = read_export_info(tmp_path / "out" / "model")
+    assert info["step"] == 2 and info["model"]["hidden_size"] == 64
+    cfg = OmegaConf.load(run / "config.yaml")
+    tok = CharTokenizer()
+    trained = build_model(cfg.model, tok, seed=0)
+    trained.load_state_dict(torch.load(run / "checkpoint" / "state.pt", weights_only=False)["model"])
+    warm, _ = load_or_train(cfg, SyntheticTask.for_run(cfg), tok, log=lambda *_: None)
+    loaded = AutoModelForCausalLM.from_pretrained(tmp_path / "out" / "model", attn_implementation="eager").eval()
+    x = torch.tensor([[tok.bos_id] + tok.encode("12+34=\\boxed{46}")])
+    with torch.no_grad():
+        assert torch.equal(loaded(input_ids=x).logits, trained.eval()(input_ids=x).logits)
+        assert not torch.equal(loaded(input_ids=x).logits, warm.eval()(input_ids=x).logits)  # RL moved it
+    for args, says in [(("--run", str(tmp_path), "--out", str(tmp_path / "o2")), "holds no embedded checkpoint"),
+                       (("--run", str(run), "--out", str(tmp_path / "out")), "exists; give another --out")]:
+        bad = cli(*args)
+        assert bad.returncode == 2 and says in bad.stderr and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+    assert not (tmp_path / "o2").exists()

@@ -3,6 +3,7 @@
     python -m pcbench.run backend=verl model=embedded-verl data=embedded-verl method=pilot_commit
     python -m pcbench.backends.verl.from_embedded       # both ahead of time, into results/.cache/embedded-verl/
     python -m pcbench.backends.verl.from_embedded --out DIR model.hidden_size=64 model.num_heads=2 ...
+    python -m pcbench.backends.verl.from_embedded --run results/embedded/RUN --out DIR   # a trained run's weights
 
 The model is the embedded backend's warm start (pcbench/backends/embedded/warmstart.py: the same
 cached checkpoint an embedded run of the same settings trains from, trained there first if
@@ -115,6 +116,37 @@ def export_warm_start(ecfg: DictConfig, path: str | Path, overrides: list[str] =
     return export_checkpoint(model, tok, path, info, check_texts=task_texts(task))
 
 
+def export_run(run_dir: str | Path, path: str | Path) -> Path:
+    """The weights of an embedded run folder's checkpoint (checkpoint/state.pt: its last saved step)
+    as a HF folder at `path`, checked against every prompt and answer of that run's task. For verl:
+    `model=embedded-verl model.path=PATH model.make=null` (nothing to build: the folder is given)."""
+    import torch
+
+    from pcbench.backends.embedded.checkpoint import STATE
+    from pcbench.backends.embedded.export import export_checkpoint
+    from pcbench.backends.embedded.model import build_model
+    from pcbench.backends.embedded.task import SyntheticTask
+    from pcbench.backends.embedded.tokenizer import CharTokenizer
+
+    run_dir, path = Path(run_dir), Path(path)
+    state_file, cfg_file = run_dir / "checkpoint" / STATE, run_dir / "config.yaml"
+    if not (state_file.exists() and cfg_file.exists()):
+        raise ConfigError(f"{run_dir} holds no embedded checkpoint ({cfg_file.name} and checkpoint/{STATE}); "
+                          f"give a run folder of backend=embedded that saved one (train.checkpoint_every)")
+    cfg = OmegaConf.load(cfg_file)
+    if cfg.backend.name != "embedded":
+        raise ConfigError(f"{run_dir} is a backend={cfg.backend.name} run; only embedded runs are exported")
+    if path.exists():
+        raise ConfigError(f"{path} exists; give another --out or delete it")
+    tok = CharTokenizer()
+    model = build_model(cfg.model, tok, seed=int(cfg.model.init_seed))
+    state = torch.load(state_file, weights_only=False)  # our own file (numpy arrays, dataclasses)
+    model.load_state_dict(state["model"])
+    info = {"run": str(run_dir.resolve()), "step": int(state["step"]),
+            "model": OmegaConf.to_container(cfg.model, resolve=True)}
+    return export_checkpoint(model, tok, path, info, check_texts=task_texts(SyntheticTask.for_run(cfg)))
+
+
 def task_texts(task) -> list[str]:
     """Every prompt and every answer (as the model writes it, `\\boxed{..}`) of the task."""
     probs = task.train + task.val + task.sft + task.probe + [p for ps in task.ood.values() for p in ps]
@@ -174,8 +206,18 @@ def main(argv: list[str] | None = None) -> int:
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default="results/.cache/embedded-verl", help="folder for model/ and data/")
     ap.add_argument("--cache", default="results/.cache", help="paths.cache of the embedded warm start")
+    ap.add_argument("--run", help="export this embedded run folder's checkpoint to OUT/model instead")
     ap.add_argument("overrides", nargs="*", help="embedded config overrides (model.* / data.*)")
     args = ap.parse_args(argv)
+    if args.run:
+        if args.overrides:
+            ap.error("--run exports that run's own model; drop the overrides")
+        try:
+            print(f"model: {export_run(args.run, Path(args.out) / 'model')} (pass model.path=that model.make=null)")
+        except ConfigError as e:
+            print(f"pcbench: {e}", file=sys.stderr)
+            return 2
+        return 0
     cfg = OmegaConf.create({"paths": {"cache": args.cache}, "model": {"embedded": args.overrides},
                             "data": {"embedded": args.overrides}})
     try:
