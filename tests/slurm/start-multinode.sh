@@ -53,37 +53,12 @@ BR=$TAG-br
 HOST_IP=$NET.1
 CTL_HOST=$(hostname -s)
 
-ETC=$DIR/etc RUN=$DIR/run LOG=$DIR/log
-MUNGE=$DIR/munge
-SOCKET=$MUNGE/run/munge.socket
-export SLURM_CONF=$ETC/slurm.conf
+# say, fail, alive, running, retry, daemon, start_munged, start_accounting, ...: shared with start.sh
+SAY_PREFIX="[pcbench-mn]"
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+state_layout                                   # ETC RUN LOG MUNGE SOCKET under $DIR; exports SLURM_CONF
 t0=$(date +%s%N)
 
-say() { echo "[pcbench-mn] $*"; }
-fail() {  # fail MESSAGE [LOGFILE...]
-  local msg=$1; shift
-  echo "[pcbench-mn] ERROR: $msg" >&2
-  for f in "$@"; do [ -f "$f" ] && { echo "----- last lines of $f" >&2; tail -n 25 "$f" >&2; }; done
-  exit 1
-}
-# alive PID NAME: PID is a live (non-zombie) process whose command name is NAME
-alive() { [ -n "${1:-}" ] && [ "$(cat "/proc/$1/comm" 2>/dev/null)" = "$2" ] && [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
-# running PIDFILE NAME: the pid recorded in PIDFILE is alive and called NAME
-running() { [ -s "$1" ] && alive "$(<"$1")" "$2"; }
-retry() {  # retry SECONDS CMD...: run CMD every 0.2 s until it succeeds
-  local end=$(( $(date +%s) + $1 )); shift
-  until "$@" >/dev/null 2>&1; do [ "$(date +%s)" -lt "$end" ] || return 1; sleep 0.2; done
-}
-# daemon NAME PIDFILE CMD...: start CMD (stays in the foreground) in a new session unless already running
-daemon() {
-  local name=$1 pidfile=$2; shift 2
-  if running "$pidfile" "$name"; then say "$name already running (pid $(<"$pidfile"))"; return 0; fi
-  rm -f "$pidfile"
-  setsid bash -c 'echo $$ > "$1"; shift; exec "$@"' _ "$pidfile" "$@" </dev/null >>"$LOG/$name.out" 2>&1 &
-  retry 5 running "$pidfile" "$name" && sleep 0.2 && running "$pidfile" "$name" \
-    || fail "$name exited right after start" "$LOG/$name.out" "$LOG/$name.log"
-  say "$name started (pid $(<"$pidfile"))"
-}
 # child_pid PARENT NAME [NSPID]: host pid of PARENT's child called NAME (whose pid inside its pid namespace is NSPID)
 child_pid() {
   local c
@@ -113,27 +88,7 @@ touch "$DIR/nodes.list"
 for n in "${node_names[@]}"; do grep -qx "$n" "$DIR/nodes.list" || echo "$n" >>"$DIR/nodes.list"; done
 
 # ------------------------------------------------------------------ munge (own key and socket)
-if running "$MUNGE/run/munged.pid" munged; then
-  say "munged already running (pid $(<"$MUNGE/run/munged.pid"))"
-else
-  owner=root; id munge >/dev/null 2>&1 && owner=munge
-  mkdir -p "$MUNGE/etc" "$MUNGE/run" "$MUNGE/log" "$MUNGE/lib"
-  chown -R "$owner:" "$MUNGE"
-  chmod 0755 "$MUNGE" "$MUNGE/run"                     # clients must reach the socket
-  chmod 0700 "$MUNGE/etc" "$MUNGE/log" "$MUNGE/lib"
-  key=$MUNGE/etc/munge.key
-  [ -s "$key" ] || head -c 1024 /dev/urandom >"$key"   # private key, never /etc/munge
-  chown "$owner:" "$key"; chmod 0400 "$key"
-  rm -f "$SOCKET" "$SOCKET.lock"
-  margs=(--socket="$SOCKET" --key-file="$key" --pid-file="$MUNGE/run/munged.pid"
-         --log-file="$MUNGE/log/munged.log" --seed-file="$MUNGE/lib/munged.seed")
-  # munged daemonizes itself and writes its own pid file
-  if [ "$owner" = munge ]; then runuser -u munge -- munged "${margs[@]}"; else munged --force "${margs[@]}"; fi \
-    || fail "munged failed to start" "$MUNGE/log/munged.log"
-  retry 5 running "$MUNGE/run/munged.pid" munged || fail "munged did not write its pid file" "$MUNGE/log/munged.log"
-  say "munged started (pid $(<"$MUNGE/run/munged.pid"))"
-fi
-munge -S "$SOCKET" -n </dev/null | unmunge -S "$SOCKET" >/dev/null || fail "munge round trip failed" "$MUNGE/log/munged.log"
+start_munged
 
 # ------------------------------------------------------------------ network: bridge + one netns per node
 # stop-multinode.sh removes exactly these (tag and node list are kept in the state dir)
@@ -228,15 +183,7 @@ if [ -z "${PCBENCH_MN_CPUS:-}" ]; then
 else
   layout="CPUs=$cpus"
 fi
-if [ "$ACCOUNTING" = 1 ]; then
-  accounting="AccountingStorageType=accounting_storage/slurmdbd
-AccountingStorageHost=localhost
-AccountingStoragePort=$((PORT + 2))
-# names the munge socket for the slurmctld -> slurmdbd connection
-AccountingStoragePass=$SOCKET"
-else
-  accounting="AccountingStorageType=accounting_storage/none"
-fi
+accounting=$(slurm_accounting_conf "$ACCOUNTING")
 {
 cat <<EOF
 # Written by start-multinode.sh; regenerated on every start.
@@ -292,9 +239,7 @@ elif running "$RUN/slurmctld.pid" slurmctld; then
   # node list, accounting or ports changed: slurmctld and every slurmd would need a restart
   rm -f "$ETC/slurm.conf.tmp"; fail "slurm.conf would change while the cluster runs: run stop-multinode.sh first"
 else mv "$ETC/slurm.conf.tmp" "$ETC/slurm.conf"; fi
-if [ -s "$DIR/state/clustername" ] && [ "$(<"$DIR/state/clustername")" != "$CLUSTER" ]; then
-  running "$RUN/slurmctld.pid" slurmctld || { say "state belongs to cluster '$(<"$DIR/state/clustername")', wiping it"; rm -rf "${DIR:?}/state"/*; }
-fi
+wipe_foreign_state
 cat >"$DIR/env.sh" <<EOF
 # source me: clients of the multinode test cluster (written by start-multinode.sh)
 export SLURM_CONF=$SLURM_CONF
@@ -306,42 +251,7 @@ export PCBENCH_MN_IPS="$(for i in "${!node_names[@]}"; do printf '%s ' "$NET.$((
 EOF
 
 # ------------------------------------------------------------------ accounting (optional)
-if [ "$ACCOUNTING" = 1 ]; then
-  db=$DIR/mysql
-  if [ ! -d "$db/data/mysql" ]; then
-    mkdir -p "$db"
-    mariadb-install-db --user=root --datadir="$db/data" --auth-root-authentication-method=socket \
-      --skip-test-db >"$LOG/mariadb-install-db.log" 2>&1 || fail "mariadb-install-db failed" "$LOG/mariadb-install-db.log"
-  fi
-  daemon mariadbd "$RUN/mariadbd.pid" mariadbd --no-defaults --user=root --datadir="$db/data" \
-    --socket="$db/mysqld.sock" --pid-file="$db/mariadbd.pid" --bind-address=127.0.0.1 --port="$DB_PORT" \
-    --log-error="$LOG/mariadbd.log" --innodb-buffer-pool-size=64M --skip-name-resolve
-  retry "$TIMEOUT" mariadb -S "$db/mysqld.sock" -e 'SELECT 1' || fail "mariadbd does not answer" "$LOG/mariadbd.log"
-  mariadb -S "$db/mysqld.sock" -e "
-    CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY 'slurm';
-    GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';"
-  cat >"$ETC/slurmdbd.conf" <<EOF
-# Written by start-multinode.sh
-DbdHost=localhost
-DbdPort=$((PORT + 2))
-SlurmUser=root
-AuthType=auth/munge
-AuthInfo=socket=$SOCKET
-StorageType=accounting_storage/mysql
-StorageHost=127.0.0.1
-StoragePort=$DB_PORT
-StorageUser=slurm
-StoragePass=slurm
-StorageLoc=slurm_acct_db
-PidFile=$RUN/slurmdbd.pid
-LogFile=$LOG/slurmdbd.log
-DebugLevel=info
-EOF
-  chmod 0600 "$ETC/slurmdbd.conf"
-  daemon slurmdbd "$RUN/slurmdbd.pid" slurmdbd -D     # reads slurmdbd.conf next to $SLURM_CONF
-  retry "$TIMEOUT" sacctmgr -n list cluster || fail "slurmdbd does not answer" "$LOG/slurmdbd.log" "$LOG/slurmdbd.out"
-  sacctmgr -n -P list cluster format=cluster | grep -qx "$CLUSTER" || sacctmgr -i add cluster "$CLUSTER" >/dev/null
-fi
+if [ "$ACCOUNTING" = 1 ]; then start_accounting "# Written by start-multinode.sh"; fi
 
 # ------------------------------------------------------------------ slurmctld (host namespaces)
 daemon slurmctld "$RUN/slurmctld.pid" slurmctld -D

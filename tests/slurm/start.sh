@@ -31,44 +31,11 @@ CLUSTER=pcbench
 PARTITION=debug
 NODE=$(hostname -s)
 
-ETC=$DIR/etc RUN=$DIR/run LOG=$DIR/log
-MUNGE=$DIR/munge
-SOCKET=$MUNGE/run/munge.socket
-export SLURM_CONF=$ETC/slurm.conf
+# say, fail, running, retry, daemon, start_munged, start_accounting, ...: shared with start-multinode.sh
+SAY_PREFIX="[pcbench-slurm]"
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+state_layout                                   # ETC RUN LOG MUNGE SOCKET under $DIR; exports SLURM_CONF
 started_ns=$(date +%s%N)
-
-say() { echo "[pcbench-slurm] $*"; }
-fail() {  # fail MESSAGE [LOGFILE...]: print the message and the tail of each log, exit 1
-  local msg=$1; shift
-  echo "[pcbench-slurm] ERROR: $msg" >&2
-  for f in "$@"; do [ -f "$f" ] && { echo "----- last lines of $f" >&2; tail -n 25 "$f" >&2; }; done
-  exit 1
-}
-# running PIDFILE NAME: the pid recorded in PIDFILE is a live (non-zombie) process called NAME
-running() {
-  local pid
-  [ -s "$1" ] || return 1
-  pid=$(<"$1")
-  [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$2" ] || return 1
-  [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" != Z ]
-}
-# retry SECONDS CMD...: run CMD every 0.2 s until it succeeds or SECONDS pass
-retry() {
-  local end=$(( $(date +%s) + $1 )); shift
-  until "$@" >/dev/null 2>&1; do [ "$(date +%s)" -lt "$end" ] || return 1; sleep 0.2; done
-}
-# daemon NAME PIDFILE CMD...: start CMD (which must stay in the foreground) in a new session,
-# unless the pid file already names a live NAME; the pid file holds the daemon's own pid.
-daemon() {
-  local name=$1 pidfile=$2; shift 2
-  if running "$pidfile" "$name"; then say "$name already running (pid $(<"$pidfile"))"; return 0; fi
-  rm -f "$pidfile"
-  setsid bash -c 'echo $$ > "$1"; shift; exec "$@"' _ "$pidfile" "$@" \
-    </dev/null >>"$LOG/$name.out" 2>&1 &
-  retry 5 running "$pidfile" "$name" && sleep 0.2 && running "$pidfile" "$name" \
-    || fail "$name exited right after start" "$LOG/$name.out" "$LOG/$name.log"
-  say "$name started (pid $(<"$pidfile"))"
-}
 
 [ "$(id -u)" = 0 ] || fail "must run as root (the daemons run as root on this private cluster)"
 
@@ -98,43 +65,14 @@ fi
 mkdir -p "$DIR/state"
 
 # ------------------------------------------------------------------ munge
-# The Debian package may not have created a munge user in a container; fall back to root (--force).
-if running "$MUNGE/run/munged.pid" munged; then
-  say "munged already running (pid $(<"$MUNGE/run/munged.pid"))"
-else
-  owner=root; id munge >/dev/null 2>&1 && owner=munge
-  mkdir -p "$MUNGE/etc" "$MUNGE/run" "$MUNGE/log" "$MUNGE/lib"
-  chown -R "$owner:" "$MUNGE"
-  chmod 0755 "$MUNGE" "$MUNGE/run"                     # clients must reach the socket
-  chmod 0700 "$MUNGE/etc" "$MUNGE/log" "$MUNGE/lib"
-  key=$MUNGE/etc/munge.key
-  [ -s "$key" ] || head -c 1024 /dev/urandom >"$key"   # private key, never /etc/munge
-  chown "$owner:" "$key"; chmod 0400 "$key"
-  rm -f "$SOCKET" "$SOCKET.lock"
-  margs=(--socket="$SOCKET" --key-file="$key" --pid-file="$MUNGE/run/munged.pid"
-         --log-file="$MUNGE/log/munged.log" --seed-file="$MUNGE/lib/munged.seed")
-  # munged daemonizes itself and writes its own pid file
-  if [ "$owner" = munge ]; then runuser -u munge -- munged "${margs[@]}"; else munged --force "${margs[@]}"; fi \
-    || fail "munged failed to start" "$MUNGE/log/munged.log"
-  retry 5 running "$MUNGE/run/munged.pid" munged || fail "munged did not write its pid file" "$MUNGE/log/munged.log"
-  say "munged started (pid $(<"$MUNGE/run/munged.pid"))"
-fi
-munge -S "$SOCKET" -n </dev/null | unmunge -S "$SOCKET" >/dev/null || fail "munge round trip failed" "$MUNGE/log/munged.log"
+start_munged
 
 # ------------------------------------------------------------------ slurm.conf
 # slurmd -C prints this host's layout, e.g. "CPUs=2 Boards=1 SocketsPerBoard=1 CoresPerSocket=2 ThreadsPerCore=1 RealMemory=24105"
 hw=$(slurmd -C | head -n 1 | sed 's/^NodeName=[^ ]* //')
 cpus=$(sed -n 's/.*CPUs=\([0-9]*\).*/\1/p' <<<"$hw")
 mem=$(sed -n 's/.*RealMemory=\([0-9]*\).*/\1/p' <<<"$hw")
-if [ "$ACCOUNTING" = 1 ]; then
-  accounting="AccountingStorageType=accounting_storage/slurmdbd
-AccountingStorageHost=localhost
-AccountingStoragePort=$((PORT + 2))
-# names the munge socket for the slurmctld -> slurmdbd connection
-AccountingStoragePass=$SOCKET"
-else
-  accounting="AccountingStorageType=accounting_storage/none"
-fi
+accounting=$(slurm_accounting_conf "$ACCOUNTING")
 cat >"$ETC/slurm.conf.tmp" <<EOF
 # Written by pcbench tests/slurm/start.sh; regenerated on every start.
 ClusterName=$CLUSTER
@@ -180,10 +118,7 @@ EOF
 conf_changed=0
 if cmp -s "$ETC/slurm.conf.tmp" "$ETC/slurm.conf"; then rm -f "$ETC/slurm.conf.tmp"
 else mv "$ETC/slurm.conf.tmp" "$ETC/slurm.conf"; conf_changed=1; fi
-# slurmctld refuses a StateSaveLocation written for another ClusterName
-if [ -s "$DIR/state/clustername" ] && [ "$(<"$DIR/state/clustername")" != "$CLUSTER" ]; then
-  running "$RUN/slurmctld.pid" slurmctld || { say "state belongs to cluster '$(<"$DIR/state/clustername")', wiping it"; rm -rf "${DIR:?}/state"/*; }
-fi
+wipe_foreign_state
 cat >"$DIR/env.sh" <<EOF
 # source me: clients of the pcbench test cluster (written by tests/slurm/start.sh)
 export SLURM_CONF=$SLURM_CONF
@@ -193,42 +128,7 @@ export PCBENCH_SLURM_ACCOUNTING=$ACCOUNTING
 EOF
 
 # ------------------------------------------------------------------ mariadbd + slurmdbd
-if [ "$ACCOUNTING" = 1 ]; then
-  db=$DIR/mysql
-  if [ ! -d "$db/data/mysql" ]; then
-    mkdir -p "$db"
-    mariadb-install-db --user=root --datadir="$db/data" --auth-root-authentication-method=socket \
-      --skip-test-db >"$LOG/mariadb-install-db.log" 2>&1 || fail "mariadb-install-db failed" "$LOG/mariadb-install-db.log"
-  fi
-  daemon mariadbd "$RUN/mariadbd.pid" mariadbd --no-defaults --user=root --datadir="$db/data" \
-    --socket="$db/mysqld.sock" --pid-file="$db/mariadbd.pid" --bind-address=127.0.0.1 --port="$DB_PORT" \
-    --log-error="$LOG/mariadbd.log" --innodb-buffer-pool-size=64M --skip-name-resolve
-  retry "$TIMEOUT" mariadb -S "$db/mysqld.sock" -e 'SELECT 1' || fail "mariadbd does not answer" "$LOG/mariadbd.log"
-  mariadb -S "$db/mysqld.sock" -e "
-    CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY 'slurm';
-    GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';"
-  cat >"$ETC/slurmdbd.conf" <<EOF
-# Written by pcbench tests/slurm/start.sh
-DbdHost=localhost
-DbdPort=$((PORT + 2))
-SlurmUser=root
-AuthType=auth/munge
-AuthInfo=socket=$SOCKET
-StorageType=accounting_storage/mysql
-StorageHost=127.0.0.1
-StoragePort=$DB_PORT
-StorageUser=slurm
-StoragePass=slurm
-StorageLoc=slurm_acct_db
-PidFile=$RUN/slurmdbd.pid
-LogFile=$LOG/slurmdbd.log
-DebugLevel=info
-EOF
-  chmod 0600 "$ETC/slurmdbd.conf"                       # slurmdbd refuses a readable config
-  daemon slurmdbd "$RUN/slurmdbd.pid" slurmdbd -D
-  retry "$TIMEOUT" sacctmgr -n list cluster || fail "slurmdbd does not answer" "$LOG/slurmdbd.log" "$LOG/slurmdbd.out"
-  sacctmgr -n -P list cluster format=cluster | grep -qx "$CLUSTER" || sacctmgr -i add cluster "$CLUSTER" >/dev/null
-fi
+if [ "$ACCOUNTING" = 1 ]; then start_accounting "# Written by pcbench tests/slurm/start.sh"; fi
 
 # ------------------------------------------------------------------ slurmctld + slurmd
 if [ "$conf_changed" = 1 ] && running "$RUN/slurmctld.pid" slurmctld; then

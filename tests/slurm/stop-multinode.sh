@@ -5,11 +5,11 @@
 # PCBENCH_MN_KEEP_MUNGE=1 leaves munged running; PCBENCH_MN_PURGE=1 also deletes the state dir.
 set -uo pipefail
 DIR=${PCBENCH_MN_DIR:-/tmp/pcbench-slurm-mn}
-RUN=$DIR/run
-export SLURM_CONF=$DIR/etc/slurm.conf
 t0=$(date +%s%N)
-say() { echo "[pcbench-mn] $*"; }
-alive() { [ -n "${1:-}" ] && [ "$(cat "/proc/$1/comm" 2>/dev/null)" = "$2" ] && [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
+# say, alive (PID is a live process called NAME), state_layout: shared with start-multinode.sh
+SAY_PREFIX="[pcbench-mn]"
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+state_layout                  # RUN, MUNGE: where start-multinode.sh wrote its pid files; exports SLURM_CONF
 # stop_pidfile PIDFILE NAME [SIGNAL] [WAIT_TENTHS]: signal the recorded pid if it is still NAME,
 # wait for it to go, SIGKILL after the wait
 stop_pidfile() {
@@ -46,7 +46,7 @@ done
 stop_pidfile "$RUN/slurmctld.pid" slurmctld
 stop_pidfile "$RUN/slurmdbd.pid" slurmdbd
 stop_pidfile "$RUN/mariadbd.pid" mariadbd
-[ "${PCBENCH_MN_KEEP_MUNGE:-0}" = 1 ] || stop_pidfile "$DIR/munge/run/munged.pid" munged
+[ "${PCBENCH_MN_KEEP_MUNGE:-0}" = 1 ] || stop_pidfile "$MUNGE/run/munged.pid" munged
 
 for n in $nodes; do
   ns=$TAG-$n
