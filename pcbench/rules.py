@@ -272,6 +272,10 @@ EMBEDDED_RULES = [
 
 
 # -- the verl backend's model (conf/model/qwen*.yaml), data (conf/data/*.yaml) and backend keys ---
+def _module_function(v, c) -> bool:  # a `make:` builder: null, or module:function
+    return v is None or (isinstance(v, str) and ":" in v)
+
+
 def _overrides(v) -> bool:
     return isinstance(v, ListConfig) and all(isinstance(o, str) and "=" in o for o in v)
 
@@ -340,13 +344,13 @@ VERL_RULES = [
          "the Ray head's port on the first node of a multi-node job (default 6379)"),
     num("backend.ray_join_timeout_s", 0.0, lo_open=True,
         fix="seconds a multi-node job waits for the head / every worker to join Ray before one clear error"),
-    Rule("model.make", lambda v, c: v is None or (isinstance(v, str) and ":" in v), "null or module:function",
+    Rule("model.make", _module_function, "null or module:function",
          "the function that builds model.path when it is missing"),
     Rule("model.embedded", lambda v, c: _overrides(v), "a list of key=value overrides of the embedded config",
          "the warm start model=embedded-verl exports, e.g. [model.warmstart.stop_pass_rate=0.3]"),
     Rule("data.embedded", lambda v, c: _overrides(v), "a list of key=value overrides of the embedded config",
          "the task data=embedded-verl writes, e.g. [data.train_size=500]"),
-    Rule("data.make", lambda v, c: v is None or (isinstance(v, str) and ":" in v), "null or module:function",
+    Rule("data.make", _module_function, "null or module:function",
          "the function that builds the parquet files in data.root"),
 ]
 

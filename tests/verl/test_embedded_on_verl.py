@@ -83,24 +83,17 @@ def check_ledger_and_advantages(rows: list[dict]) -> None:
 def test_vllm_and_the_embedded_model_give_the_same_log_probs(assets, tmp_path):
     """Teacher-forced log-probs of the same sequences (96 validation prompts with the gold answer and
     with a sampled answer) from vLLM's CPU engine (fp32) and from the embedded trainer's scoring."""
-    import numpy as np
-
     from pcbench.backends.embedded.task import SyntheticTask
     from pcbench.backends.embedded.tokenizer import CharTokenizer
     from pcbench.backends.embedded.warmstart import load_or_train
-    from pcbench.backends.verl.agreement import LOGPROB_TOL, embedded_logprobs, logprob_report, scored_sequences
+    from pcbench.backends.verl.agreement import (LOGPROB_TOL, embedded_logprobs, logprob_report, score_with_vllm,
+                                                  scored_sequences)
 
     tok, ecfg = CharTokenizer(), assets["ecfg"]
     task = SyntheticTask.for_run(ecfg)
     model, _ = load_or_train(ecfg, task, tok, log=lambda *_: None)
     seqs = scored_sequences(model, tok, task.val)
-    (tmp_path / "seqs.json").write_text(json.dumps(seqs))
-    cmd = [sys.executable, "-m", "pcbench.backends.verl.agreement", "vllm-logprobs", "--model",
-           str(assets["root"] / "model"), "--sequences", str(tmp_path / "seqs.json"),
-           "--out", str(tmp_path / "lp.json")]
-    outcome = launch(cmd, tmp_path / "log.txt", cwd=REPO, timeout_s=600)
-    assert outcome == "exit 0", f"{outcome}: " + (tmp_path / "log.txt").read_text()[-4000:]
-    vllm = [np.array(x, dtype=np.float64) for x in json.loads((tmp_path / "lp.json").read_text())]
+    vllm = score_with_vllm(assets["root"] / "model", seqs, tmp_path, timeout_s=600)
     report = logprob_report(embedded_logprobs(model, seqs, tok.pad_id), vllm)
     print(f"log-probs: {report}")
     assert report["sequences"] == len(seqs) >= 150 and report["tokens"] > 1500

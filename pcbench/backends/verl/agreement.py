@@ -161,6 +161,25 @@ def run_bounded(cmd: list[str], log: Path, timeout_s: float) -> int:
         kill_tree(proc.pid, {proc.pid})
 
 
+def log_tail(log: Path, lines: int = 20) -> str:
+    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+
+
+def score_with_vllm(model_dir: str | Path, seqs: list[list[int]], folder: Path, timeout_s: float) -> list[np.ndarray]:
+    """vllm_logprobs of `seqs` in a process of its own, bounded (`vllm-logprobs` below): its input,
+    output and log are folder/sequences.json, vllm.json, vllm.log. RuntimeError with the log's tail
+    when it fails or runs past `timeout_s`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "sequences.json").write_text(json.dumps(seqs))
+    log = folder / "vllm.log"
+    rc = run_bounded([sys.executable, "-m", "pcbench.backends.verl.agreement", "vllm-logprobs", "--model",
+                      str(model_dir), "--sequences", str(folder / "sequences.json"), "--out", str(folder / "vllm.json")],
+                     log, timeout_s)
+    if rc != 0:
+        raise RuntimeError(f"vLLM scoring exited with {rc}; see {log}:\n{log_tail(log)}")
+    return [np.array(x, dtype=np.float64) for x in json.loads((folder / "vllm.json").read_text())]
+
+
 def check(overrides: list[str], out: Path, cache: str, timeout_s: float = 1800) -> dict:
     """Both checks on the export of embedded config `overrides` (model=embedded-verl's own folders
     under `cache`): -> {"logprobs": logprob_report, "pass_rates": compare_rates}."""
@@ -179,13 +198,7 @@ def check(overrides: list[str], out: Path, cache: str, timeout_s: float = 1800) 
     task = SyntheticTask.for_run(ecfg)
     model, _ = load_or_train(ecfg, task, tok)
     seqs = scored_sequences(model, tok, task.val[:256])
-    (out / "sequences.json").write_text(json.dumps(seqs))
-    rc = run_bounded([sys.executable, "-m", "pcbench.backends.verl.agreement", "vllm-logprobs", "--model",
-                      str(model_dir), "--sequences", str(out / "sequences.json"), "--out", str(out / "vllm.json")],
-                     out / "vllm.log", timeout_s)
-    if rc != 0:
-        raise RuntimeError(f"vLLM scoring exited with {rc}; see {out / 'vllm.log'}")
-    vllm = [np.array(x) for x in json.loads((out / "vllm.json").read_text())]
+    vllm = score_with_vllm(model_dir, seqs, out, timeout_s)
     report = {"logprobs": logprob_report(embedded_logprobs(model, seqs, tok.pad_id), vllm)}
     sets = tier_repeats(task.val)
     files = write_tier_files(sets, out / "tiers")
@@ -197,7 +210,7 @@ def check(overrides: list[str], out: Path, cache: str, timeout_s: float = 1800) 
                       f"data.val_files=[{','.join(map(str, files))}]", f"hydra.run.dir={out / 'hydra'}"],
                      out / "verl.log", timeout_s)
     if rc != 0:
-        raise RuntimeError(f"the verl run exited with {rc}; see {out / 'verl.log'}")
+        raise RuntimeError(f"the verl run exited with {rc}; see {out / 'verl.log'}:\n{log_tail(out / 'verl.log')}")
     [metrics] = list((out / "results").rglob("metrics.jsonl"))
     step0 = json.loads(metrics.read_text().splitlines()[0])
     verl = {f.stem: {"acc": step0[f"val/{f.stem}/acc"], "n": len(sets[f.stem][0]) * sets[f.stem][1]} for f in files}
