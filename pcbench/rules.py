@@ -265,9 +265,19 @@ EMBEDDED_RULES = [
     int_ge("model.warmstart.seed", 0),
     Rule("model.warmstart.stop_tier", lambda v, c: v is None or v in _known_tiers(),
          lambda c: f"null or a tier ({_tier_names()})",
-         "the warm start stops once 64 probe prompts of that tier pass at model.warmstart.stop_pass_rate"),
+         "the warm start stops once its probe prompts of that tier pass at model.warmstart.stop_pass_rate"),
     num("model.warmstart.stop_pass_rate", 0.0, 1.0, lo_open=True),
     int_ge("model.warmstart.check_every", 1, "SFT steps between two competence probes"),
+    one_of("model.warmstart.stop_measure", "exact", "sampled"),
+    int_ge("model.warmstart.probe_prompts", 1, "prompts of model.warmstart.stop_tier the competence probe reads"),
+    int_ge("model.warmstart.consolidate.steps", 0, "SFT steps after the stop on the tiers to be solved (0 = none)"),
+    Rule("model.warmstart.consolidate.tiers",
+         lambda v, c: isinstance(v, ListConfig) and len(v) > 0 and all(t in c.data.sft_tiers for t in v),
+         lambda c: f"a non-empty list of warm-start tiers (data.sft_tiers: {', '.join(c.data.sft_tiers)})",
+         "consolidation trains on their demonstrations only"),
+    num("model.warmstart.consolidate.lr", 0.0, lo_open=True),
+    Rule("model.warmstart.consolidate.batch_size", lambda v, c: is_int(v) and 1 <= v <= int(c.data.sft_size),
+         lambda c: f"an integer in [1, data.sft_size={c.data.sft_size}]", "each batch draws without replacement"),
 ]
 
 

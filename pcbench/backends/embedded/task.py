@@ -55,7 +55,7 @@ for _base, _cols in (("add22", 2), ("add32", 3), ("add33", 3), ("add43", 4), ("a
     for _k in range(_cols + 1):
         TIERS[f"{_base}c{_k}"] = TIERS[_base]
         CARRIES[f"{_base}c{_k}"] = _k
-PROBE_PROMPTS = 64  # warm-start competence-probe prompts of model.warmstart.stop_tier
+PROBE_PROMPTS = 64  # warm-start competence-probe prompts of model.warmstart.stop_tier, unless model.warmstart.probe_prompts
 
 
 def carries(a: int, b: int) -> int:
@@ -155,9 +155,10 @@ def draw_pool(spec, rng: np.random.Generator, rev, exclude: set[str] | None = No
     return val, ood, train
 
 
-def warmstart_problems(data_cfg, probe_tier: str | None = None) -> tuple[list[Problem], list[Problem]]:
+def warmstart_problems(data_cfg, probe_tier: str | None = None,
+                       n_probe: int = PROBE_PROMPTS) -> tuple[list[Problem], list[Problem]]:
     """-> (SFT demonstrations, competence-probe prompts) from data.seed, data.reverse, data.sft_*,
-    data.warmstart_reserve and the probe tier only: nothing about the RL pool."""
+    data.warmstart_reserve, the probe tier and its size only: nothing about the RL pool."""
     rng = np.random.default_rng(int(data_cfg.seed))
     rev = data_cfg.get("reverse", False)
     val, ood, train = draw_pool(data_cfg.warmstart_reserve, rng, rev)
@@ -166,9 +167,9 @@ def warmstart_problems(data_cfg, probe_tier: str | None = None) -> tuple[list[Pr
                           exclude=reserved, reverse=rev)
     probe: list[Problem] = []
     if probe_tier:
-        probe = [p for p in train if p.tier == probe_tier][:PROBE_PROMPTS]
-        if len(probe) < PROBE_PROMPTS:  # a tier the reserve does not hold: fresh prompts of the same stream
-            probe += sample_problems(PROBE_PROMPTS - len(probe), {str(probe_tier): 1.0}, rng, start_pid=3_000_000,
+        probe = [p for p in train if p.tier == probe_tier][:n_probe]
+        if len(probe) < n_probe:  # a tier the reserve does not hold: fresh prompts of the same stream
+            probe += sample_problems(n_probe - len(probe), {str(probe_tier): 1.0}, rng, start_pid=3_000_000,
                                      exclude=reserved | {p.prompt for p in sft}, reverse=rev)
     return sft, probe
 
@@ -182,8 +183,8 @@ class SyntheticTask:
     probe: list[Problem]  # the warm start's competence-probe prompts (model.warmstart.stop_tier)
 
     @classmethod
-    def build(cls, data_cfg, probe_tier: str | None = None) -> "SyntheticTask":
-        sft, probe = warmstart_problems(data_cfg, probe_tier)
+    def build(cls, data_cfg, probe_tier: str | None = None, n_probe: int = PROBE_PROMPTS) -> "SyntheticTask":
+        sft, probe = warmstart_problems(data_cfg, probe_tier, n_probe)
         spec = {**{k: data_cfg.get(k) for k in ("val_size", "ood_size", "ood_sets", "train_size")},
                 "tiers": pool_tiers(data_cfg)}
         # a fresh stream of the same seed: at the default pool this redraws the reserve exactly
@@ -196,7 +197,7 @@ class SyntheticTask:
     def for_run(cls, cfg) -> "SyntheticTask":
         """The task of a composed run config (its probe tier: model.warmstart.stop_tier)."""
         ws = cfg.model.get("warmstart") or {}
-        return cls.build(cfg.data, ws.get("stop_tier"))
+        return cls.build(cfg.data, ws.get("stop_tier"), int(ws.get("probe_prompts", PROBE_PROMPTS)))
 
     def by_id(self) -> dict[int, Problem]:
         return {p.pid: p for p in self.train}

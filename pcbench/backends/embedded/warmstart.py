@@ -78,14 +78,15 @@ def load_or_train(cfg, task: SyntheticTask, tok: CharTokenizer, log=print):
             os.replace(tmp, weights)
             atomic_write_json(report_path, report)
     model.load_state_dict(torch.load(weights, weights_only=True))
-    report = {**json.loads(report_path.read_text()), **pool_report(model, task, tok, cfg, cache)}
+    report = {**json.loads(report_path.read_text()), "digest": weights_digest(model),
+              **pool_report(model, task, tok, cfg, cache)}
     log(f"warm start ({report.get('sft_steps', '?')} SFT steps) pass-rate histogram over training prompts: "
         + ", ".join(f"{k} {v:.0%}" for k, v in report["histogram"].items()))
     return model, report
 
 
 def train_warm_start(model, task: SyntheticTask, tok: CharTokenizer, cfg, log=print) -> dict:
-    """SFT `model` in place (up to the competence stop); -> its pass-rate report."""
+    """SFT `model` in place (up to the competence stop), then consolidate; -> its pass-rate report."""
     t0 = time.perf_counter()
     # One thread, whatever train.threads says: float sums differ with the thread count, and
     # near add33's transition that moved a fixed-step warm start from p=1 on 7% of prompts to
@@ -95,41 +96,87 @@ def train_warm_start(model, task: SyntheticTask, tok: CharTokenizer, cfg, log=pr
     try:
         probe = competence_probe(model, task, tok, cfg)
         sft_steps = sft(model, task, tok, cfg.model.warmstart, probe)
+        consolidated = consolidate(model, task, tok, cfg.model.warmstart)
     finally:
         torch.set_num_threads(threads)
-    report = {"sft_steps": sft_steps}
+    report = {"sft_steps": sft_steps, "consolidation_steps": consolidated}
     if probe is not None:
         report["stop"] = probe.record
         if probe.record["reached_at"] is None:
             log(f"warning: warm start: {probe.tier} never passed at {probe.rate:.0%} within "
                 f"{sft_steps} SFT steps (last probe {probe.record['trace'][-1:]}); raise "
                 f"model.warmstart.steps or lower model.warmstart.stop_pass_rate")
+    report["digest"] = weights_digest(model)
     report["sft_seconds"] = round(time.perf_counter() - t0, 1)
     return report
 
 
-def sft(model, task: SyntheticTask, tok: CharTokenizer, ws, probe=None) -> int:
-    """Train up to ws.steps SFT steps; -> the steps taken (fewer when `probe` says stop)."""
-    g = np.random.default_rng(int(ws.seed))
-    opt = torch.optim.AdamW(model.parameters(), lr=float(ws.lr), weight_decay=0.0)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 50))
+def weights_digest(model) -> str:
+    """sha256[:16] of the weights in state_dict order: the warm start's identity (docs/numerics.md)."""
+    h = hashlib.sha256()
+    for name, t in model.state_dict().items():
+        h.update(name.encode())
+        h.update(t.detach().contiguous().cpu().numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
+def _sft_batch(model, tok: CharTokenizer, probs) -> torch.Tensor:
+    """Mean token NLL of the demonstrations' responses (solution + EOS) given their prompts."""
+    b = build_token_batch([[tok.bos_id] + tok.encode(p.prompt) for p in probs],
+                          [tok.encode(p.solution) + [tok.eos_id] for p in probs], tok.pad_id)
+    return -(response_log_probs(model, b).sum() / b.resp_mask.sum())
+
+
+def _train(model, probs, tok, steps: int, batch: int, lr: float, schedule, rng, after=None) -> int:
+    """`steps` AdamW steps on batches drawn from `probs` without replacement (lr x schedule(step),
+    grad norm clipped at 1); `after(step)` returning True stops early. -> the steps taken."""
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule)
     model.train()
-    every = int(ws.get("check_every", 0) or 0)
-    for step in range(1, int(ws.steps) + 1):
-        idx = g.choice(len(task.sft), size=int(ws.batch_size), replace=False)
-        probs = [task.sft[i] for i in idx]
-        b = build_token_batch([[tok.bos_id] + tok.encode(p.prompt) for p in probs],
-                              [tok.encode(p.solution) + [tok.eos_id] for p in probs], tok.pad_id)
-        loss = -(response_log_probs(model, b).sum() / b.resp_mask.sum())
+    step = 0
+    for step in range(1, steps + 1):
+        idx = rng.choice(len(probs), size=batch, replace=False)
+        loss = _sft_batch(model, tok, [probs[i] for i in idx])
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         sched.step()
-        if probe is not None and every and step % every == 0 and probe(step):
+        if after is not None and after(step):
             break
     model.eval()
-    return step if int(ws.steps) else 0
+    return step
+
+
+def sft(model, task: SyntheticTask, tok: CharTokenizer, ws, probe=None) -> int:
+    """Train up to ws.steps SFT steps (50-step warm-up, then constant lr); -> the steps taken
+    (fewer when `probe` says stop)."""
+    every = int(ws.get("check_every", 0) or 0)
+    after = (lambda step: step % every == 0 and probe(step)) if probe is not None and every else None
+    return _train(model, task.sft, tok, int(ws.steps), int(ws.batch_size), float(ws.lr),
+                  lambda s: min(1.0, (s + 1) / 50), np.random.default_rng(int(ws.seed)), after)
+
+
+def consolidate(model, task: SyntheticTask, tok: CharTokenizer, ws) -> int:
+    """model.warmstart.consolidate: after the competence stop, `steps` more SFT steps on the
+    demonstrations of `tiers` only, lr decaying linearly from `lr` to 0. -> the steps taken.
+
+    Why: the stop lands at add33's abrupt transition, and where on the way the other tiers are
+    then depends on float noise (two CPUs: 1,240 vs 2,220 SFT steps, p=1 on 7% vs 19% of the
+    pool). Training the tiers meant to be solved to convergence with a vanishing step makes them
+    solved (p >= 0.99 at T 1.0) whatever the stop step, and moves the band tier little.
+    """
+    c = ws.get("consolidate") or {}
+    steps = int(c.get("steps", 0) or 0)
+    if not steps:
+        return 0
+    tiers = set(c.tiers)
+    probs = [p for p in task.sft if p.tier in tiers]
+    if len(probs) < int(c.batch_size):
+        raise ValueError(f"model.warmstart.consolidate.tiers={sorted(tiers)}: {len(probs)} demonstrations, fewer "
+                         f"than batch_size={c.batch_size}; name tiers of data.sft_tiers")
+    return _train(model, probs, tok, steps, int(c.batch_size), float(c.lr), lambda s: max(0.0, 1.0 - s / steps),
+                  np.random.default_rng([int(ws.seed), 1]))
 
 
 class CompetenceProbe:
@@ -138,18 +185,26 @@ class CompetenceProbe:
     Why: learning a tier is abrupt (the default's add33 went 16% -> 73% between SFT steps 2,200
     and 2,300), so a fixed step count lands anywhere on that edge when float sums change (the
     thread count did it). Stopping at a measured pass rate lands at the same competence.
-    The probe samples `n` rollouts at the RL sampling settings for each of the 64 probe prompts
-    of the tier (task.probe: fixed prompts of the warm-start stream, fixed generator seed per check).
+    `measure: exact` (the default) reads the exact probability of each probe prompt's gold
+    response at the RL sampling settings (one forward pass, no sampling noise: evaluate.py);
+    `sampled` draws `n` rollouts per prompt from a generator seeded per check (before 2026-12).
     """
 
-    def __init__(self, model, probs, tok, cfg, tier: str, rate: float, n: int = 8):
+    def __init__(self, model, probs, tok, cfg, tier: str, rate: float, n: int = 8, measure: str = "exact"):
         self.model, self.probs, self.tok, self.cfg = model, probs, tok, cfg
-        self.tier, self.rate, self.n = tier, rate, n
-        self.record: dict = {"tier": tier, "pass_rate": rate, "reached_at": None, "trace": []}
+        self.tier, self.rate, self.n, self.measure = tier, rate, n, measure
+        self.record: dict = {"tier": tier, "pass_rate": rate, "measure": measure, "prompts": len(probs),
+                             "reached_at": None, "trace": []}
 
     def __call__(self, step: int) -> bool:
         self.model.eval()
-        acc = float(pass_rates(self.model, self.tok, self.probs, self.cfg, self.n, seed=step).mean())
+        if self.measure == "exact":
+            from pcbench.backends.embedded.evaluate import exact_pass_rates
+
+            acc = float(exact_pass_rates(self.model, self.tok, self.probs, float(self.cfg.train.temperature),
+                                         float(self.cfg.train.top_p)).mean())
+        else:
+            acc = float(pass_rates(self.model, self.tok, self.probs, self.cfg, self.n, seed=step).mean())
         self.model.train()
         self.record["trace"].append([step, round(acc, 4)])
         if acc >= self.rate:
@@ -166,7 +221,8 @@ def competence_probe(model, task: SyntheticTask, tok: CharTokenizer, cfg) -> Com
     if not task.probe or any(p.tier != tier for p in task.probe):  # a task built without for_run(cfg)
         raise ValueError(f"model.warmstart.stop_tier={tier}: the task has no probe prompts of that tier; "
                          f"build it with SyntheticTask.for_run(cfg)")
-    return CompetenceProbe(model, task.probe, tok, cfg, str(tier), float(ws.stop_pass_rate))
+    return CompetenceProbe(model, task.probe, tok, cfg, str(tier), float(ws.stop_pass_rate),
+                           measure=str(ws.get("stop_measure", "sampled")))
 
 
 @torch.no_grad()

@@ -1,0 +1,52 @@
+"""warmstart_spread.{md,json}: the spread of the warm start's regime, before and after (pure rendering)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+TIERS = ("add22", "add33", "add44")
+
+
+def _row(r: dict) -> str:
+    if "error" in r:
+        return f"| {r['design']} | {r['seed']} | {r['capability']} | failed: {r['error']} |"
+    pool = r["pool"]
+    tiers = " / ".join(f"{pool[t]['mean']:.3f}" for t in TIERS if t in pool)
+    a = pool["all"]
+    return (f"| {r['design']} | {r['seed']} | {r['capability']} ({r['machine']['capability']}) | {r['sft_steps']:,} | "
+            f"`{r['digest'][:8]}` | {tiers} | {a['solved']:.0%} | {a['near_solved']:.0%} | {a['band']:.0%} | "
+            f"{a['hard']:.0%} | {a['never']:.0%} | {r['val']['all']['mean']:.3f} |")
+
+
+def _spread(rows: list[dict], design: str) -> str:
+    ok = [r for r in rows if r.get("design") == design and "error" not in r]
+    if not ok:
+        return f"- {design}: no finished warm start"
+    def rng(vals):
+        return f"{min(vals):.3f}-{max(vals):.3f} (range {max(vals) - min(vals):.3f})"
+    steps = [r["sft_steps"] for r in ok]
+    parts = [f"SFT steps {min(steps):,}-{max(steps):,}"]
+    parts += [f"{t} {rng([r['pool'][t]['mean'] for r in ok])}" for t in TIERS if t in ok[0]["pool"]]
+    parts += [f"pool solved {rng([r['pool']['all']['solved'] for r in ok])}",
+              f"band {rng([r['pool']['all']['band'] for r in ok])}",
+              f"val/acc (exact) {rng([r['val']['all']['mean'] for r in ok])}"]
+    return f"- **{design}** ({len(ok)} warm starts): " + "; ".join(parts)
+
+
+def write_report(rows: list[dict], meta: dict, out: Path) -> None:
+    (out / "warmstart_spread.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1, default=str))
+    lines = ["# Warm-start spread: the regime under float noise, before and after consolidation", "",
+             f"`{meta['command']}` at {meta['commit'][:7]}, {meta['date_utc']} UTC, {meta['wall_s']:.0f} s "
+             f"({meta['jobs']} at once, {meta['cpus']} CPUs, load at start {meta['loadavg_start']}); "
+             f"machine: {rows[0].get('machine', {}).get('cpu', '?')}, torch {meta['torch']}.", "",
+             "Exact pass rates at the RL sampling settings (T 1.0, top_p 1.0) on the 2,000 pool prompts; classes: "
+             "solved p >= 0.99, near-solved [0.75, 0.99), band [0.125, 0.75), hard (0, 0.125), never ~0. "
+             "`before`: the warm start up to 2026-12 (sampled 64 x 8 probe, no consolidation); `after`: today's "
+             "default. Rows with a capability other than pinned ran with PCBENCH_NUMERICS=native.", "",
+             "## Spread", "", *[_spread(rows, d) for d in dict.fromkeys(r["design"] for r in rows)], "",
+             "## Every warm start", "",
+             "| design | SFT order | capability (seen) | SFT steps | digest | pool add22 / add33 / add44 | solved | "
+             "near | band | hard | never | val (exact) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|", *[_row(r) for r in rows], ""]
+    (out / "warmstart_spread.md").write_text("\n".join(lines))

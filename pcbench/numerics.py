@@ -1,0 +1,121 @@
+"""Pinned CPU arithmetic: the embedded path computes the same floats on any x86-64 CPU with AVX2.
+
+Why: torch picks its vectorised ATen kernels (softmax, RMSNorm, exp, the optimiser) by the CPU's
+capability (DEFAULT, AVX2, AVX512) and MKL picks its SGEMM code path by CPU model; each choice
+rounds differently. Measured on one machine (AMD EPYC with AVX-512, torch 2.13.0+cpu, MKL
+2024.2, one thread): 40 SFT steps of the default model gave three different weight digests under
+ATEN_CPU_CAPABILITY=avx512 / avx2 / default, and the default warm start (which stops at an abrupt
+transition of the add33 tier) stopped 1,000 SFT steps apart between two CPUs. Pinning ATen to
+AVX2 and MKL's conditional numerical reproducibility (CNR) to its AVX2 branch costs nothing on
+that machine; MKL_CBWR=COMPATIBLE with ATen DEFAULT would cover pre-2013 CPUs too but doubles
+the SFT time (docs/numerics.md has the measurements).
+
+`pin()` sets both before the first torch operation (both are read lazily, at the first kernel
+dispatch and the first MKL call), unless the user set them or PCBENCH_NUMERICS=native. It runs
+when pcbench is imported. `describe()` says what this process computes with; `fingerprint()` is
+a digest of one small forward/backward/update/sampling pass through the embedded model, compared
+with the reference machine's (`reference.json`) so that a machine whose arithmetic still differs
+says so in one line instead of silently producing other numbers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+from functools import lru_cache
+from pathlib import Path
+
+PINS = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2"}
+REFERENCE = Path(__file__).with_name("reference.json")
+
+
+def pin(environ=os.environ) -> dict:
+    """Set PINS in `environ` where not set already (PCBENCH_NUMERICS=native: leave all); -> what is set."""
+    if environ.get("PCBENCH_NUMERICS", "pinned") == "native":
+        return {}
+    for key, value in PINS.items():
+        environ.setdefault(key, value)
+    return {k: environ[k] for k in PINS}
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def blas() -> str:
+    """The BLAS torch was built with, e.g. 'MKL 2024.2' (torch.__config__.show()'s line)."""
+    import torch
+
+    for line in torch.__config__.show().splitlines():
+        if "Math Kernel Library" in line:
+            return "MKL " + line.split("Version", 1)[1].split("-", 1)[0].strip()
+        if "BLAS_INFO" in line:
+            return line.split("BLAS_INFO=", 1)[1].split(",", 1)[0]
+    return "unknown"
+
+
+def describe() -> dict:
+    """Where this process's floats come from: CPU, ATen capability, BLAS, pins, threads, versions."""
+    import torch
+
+    return {"cpu": cpu_model(), "capability": torch.backends.cpu.get_cpu_capability(), "blas": blas(),
+            "mkl_cbwr": os.environ.get("MKL_CBWR", "unset"), "pinned": os.environ.get("PCBENCH_NUMERICS", "pinned"),
+            "torch": torch.__version__, "threads": torch.get_num_threads(), "fingerprint": fingerprint()}
+
+
+@lru_cache(maxsize=1)
+def fingerprint() -> str:
+    """sha256[:12] of the logits, gradients, AdamW-updated weights and sampled tokens of one pass
+    through a default-shaped embedded model (hidden 128, 2 layers, batch 8 x 24 tokens), one
+    thread: equal on two machines iff their kernels round alike on the embedded path's ops."""
+    import numpy as np
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with torch.random.fork_rng():
+            torch.manual_seed(0)
+            model = Qwen2ForCausalLM(Qwen2Config(
+                vocab_size=24, hidden_size=128, intermediate_size=384, num_hidden_layers=2, num_attention_heads=4,
+                num_key_value_heads=2, max_position_embeddings=64, tie_word_embeddings=True,
+                attn_implementation="eager"))
+        ids = torch.from_numpy(np.random.default_rng(0).integers(0, 24, size=(8, 24)))  # (8, 24)
+        logits = model(input_ids=ids).logits  # (8, 24, 24)
+        loss = -torch.log_softmax(logits[:, :-1], -1).gather(-1, ids[:, 1:, None]).mean()
+        loss.backward()
+        grads = torch.cat([p.grad.flatten() for p in model.parameters()])
+        torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.1).step()
+        probs = torch.softmax(logits[:, -1].detach() / 0.7, -1)  # (8, 24)
+        draws = torch.multinomial(probs, 4, replacement=True, generator=torch.Generator().manual_seed(0))
+        h = hashlib.sha256()
+        for t in (logits.detach(), grads, *[p.detach() for p in model.parameters()], draws):
+            h.update(t.contiguous().numpy().tobytes())
+        return h.hexdigest()[:12]
+    finally:
+        torch.set_num_threads(threads)
+
+
+def reference() -> dict:
+    return json.loads(REFERENCE.read_text())
+
+
+def mismatch(desc: dict | None = None) -> str | None:
+    """One line when this machine's arithmetic differs from the reference machine's, else None."""
+    desc = desc or describe()
+    ref = reference()["machine"]
+    if desc["fingerprint"] == ref["fingerprint"]:
+        return None
+    return (f"pcbench: numerics: this machine's arithmetic differs from the reference machine's (here "
+            f"CPU capability {desc['capability']}, {desc['blas']}, MKL_CBWR={desc['mkl_cbwr']}, torch "
+            f"{desc['torch']}; reference {ref['capability']}, {ref['blas']}, MKL_CBWR={ref['mkl_cbwr']}, "
+            f"torch {ref['torch']}): embedded numbers will differ from the committed ones (docs/numerics.md)")
