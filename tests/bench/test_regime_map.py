@@ -13,7 +13,7 @@ import yaml
 
 from pcbench.bench.map_scoring import crossings, per_run_rates, score_cell
 
-TINY = ["model.hidden_size=64", "model.intermediate_size=128", "model.warmstart.stop_tier=null", "model.warmstart.steps=250",
+TINY = ["model.hidden_size=64", "model.intermediate_size=128", "model.warmstart.stop_tier=null", "model.warmstart.steps=250", "model.warmstart.consolidate.steps=0",
         "data.sft_size=1000", "data.train_size=240", "data.val_size=16", "data.ood_size=4", "train.batch_size=4",
         "train.mini_batch_size=2", "train.steps=4", "train.eval_every=2", "method.max_rounds=30",
         # as tests/embedded/test_end_to_end.py: this warm start solves some 2+2-digit sums only

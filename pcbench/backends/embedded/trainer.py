@@ -6,6 +6,7 @@ DAPO and Pilot-Commit lives in their allocators.
 
 from __future__ import annotations
 
+import json
 import time
 
 import numpy as np
@@ -13,6 +14,7 @@ import torch
 from omegaconf import OmegaConf
 from tqdm import tqdm
 
+from pcbench import numerics
 from pcbench.allocators import AllocContext, StepBatch, build_allocator
 from pcbench.backends.embedded import checkpoint
 from pcbench.backends.embedded.evaluate import evaluate
@@ -23,9 +25,23 @@ from pcbench.backends.embedded.tokenizer import CharTokenizer
 from pcbench.backends.embedded.warmstart import load_or_train
 from pcbench.ledger import RolloutLedger
 from pcbench.loggers import MetricsLogger
-from pcbench.rundir import RunDir
+from pcbench.rundir import RunDir, atomic_write_json
 from pcbench.runs import Backend, step_row
 from pcbench.stream import PromptStream
+
+
+def record_machine(rundir: RunDir, warmstart: dict, log) -> None:
+    """Append where this start's floats come from (CPU, ATen capability, BLAS, the numerics
+    fingerprint, the warm start's digest) to the run folder's machine.json, one entry per start
+    or resume; say in one line when this machine's arithmetic differs from the reference one."""
+    desc = {**numerics.describe(), "warmstart_digest": warmstart.get("digest"),
+            "warmstart_sft_steps": warmstart.get("sft_steps"), "date_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())}
+    warning = numerics.mismatch(desc)
+    if warning:
+        log(warning)
+    path = rundir.path / "machine.json"
+    starts = json.loads(path.read_text()) if path.exists() else []
+    atomic_write_json(path, [*starts, desc])
 
 
 class EmbeddedRun:
@@ -38,6 +54,7 @@ class EmbeddedRun:
         self.tok = CharTokenizer()
         self.task = SyntheticTask.for_run(cfg)
         self.model, self.warmstart = load_or_train(cfg, self.task, self.tok, log=log)
+        record_machine(rundir, self.warmstart, log)
         t = cfg.train
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=float(t.lr), weight_decay=float(t.weight_decay))
         warm = max(1, int(t.warmup_steps))

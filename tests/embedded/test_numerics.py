@@ -1,0 +1,91 @@
+"""Same command, same numbers: the embedded path's floats do not depend on the CPU's capability.
+
+The pin (pcbench/numerics.py) fixes ATen's kernels to AVX2 and MKL's CNR branch to AVX2. These
+tests show, on whatever machine runs them, that the capability changes the numbers when it is
+not pinned (so the tests can fail), that the pinned run equals a run forced to AVX2 by hand, and
+that a machine whose arithmetic differs from the reference one is told so in one line.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pcbench import numerics
+
+REPO = Path(__file__).resolve().parents[2]
+HAS_AVX2 = "avx2" in Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else False
+# a short warm start and 2 GRPO steps: the whole embedded path (SFT, sampling, reward, PPO, evaluation)
+SHORT = ["model.hidden_size=64", "model.intermediate_size=128", "model.warmstart.stop_tier=null",
+         "model.warmstart.steps=40", "model.warmstart.consolidate.steps=10", "data.train_size=240",
+         "data.val_size=32", "data.sft_size=1000", "train.steps=2", "train.batch_size=4",
+         "train.mini_batch_size=2", "rollout.n=8", "train.eval_every=1", "logging.progress=false", "train.threads=1"]
+
+RUN = """
+import json, sys, hashlib
+from pathlib import Path
+from pcbench import numerics
+from pcbench.bench.launch import compose_cfg
+from pcbench.runs import execute, load_backend
+from pcbench.backends.embedded.reference import metrics_digest
+out = Path(sys.argv[1]); over = json.loads(sys.argv[2])
+cfg = compose_cfg([*over, f"paths.results={out}", f"paths.cache={out / 'cache'}", "method=grpo"])
+execute(cfg, load_backend(cfg))
+(folder,) = [p for p in (out / str(cfg.experiment)).iterdir() if p.is_dir()]
+rows = [json.loads(l) for l in (folder / "metrics.jsonl").read_text().splitlines()]
+machine = json.loads((folder / "machine.json").read_text())[-1]
+print(json.dumps({"metrics": metrics_digest(rows), "warmstart": machine["warmstart_digest"],
+                  "capability": machine["capability"], "fingerprint": machine["fingerprint"]}))
+"""
+
+
+def run_short(tmp_path: Path, name: str, env: dict) -> dict:
+    keep = {k: v for k, v in os.environ.items() if k not in ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "PCBENCH_NUMERICS")}
+    done = subprocess.run([sys.executable, "-c", RUN, str(tmp_path / name), json.dumps(SHORT)], cwd=REPO,
+                          env={**keep, **env, "OMP_NUM_THREADS": "1"}, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_pin_sets_what_the_user_did_not():
+    env = {}
+    assert numerics.pin(env) == numerics.PINS and env == numerics.PINS
+    env = {"ATEN_CPU_CAPABILITY": "default"}
+    assert numerics.pin(env)["ATEN_CPU_CAPABILITY"] == "default"  # the user's choice stands
+    env = {"PCBENCH_NUMERICS": "native"}
+    assert numerics.pin(env) == {} and env == {"PCBENCH_NUMERICS": "native"}
+
+
+def test_this_process_is_pinned():
+    """pcbench is imported before any torch operation here (conftest), so the pin took effect."""
+    import torch
+
+    if os.environ.get("ATEN_CPU_CAPABILITY", "avx2") != "avx2" or not HAS_AVX2:
+        pytest.skip("ATEN_CPU_CAPABILITY forced by the caller, or no AVX2 on this CPU")
+    assert torch.backends.cpu.get_cpu_capability() == "AVX2"
+    assert os.environ["MKL_CBWR"] == "AVX2"
+
+
+def test_mismatch_is_one_line_naming_capability_and_blas(monkeypatch):
+    here = {**numerics.reference()["machine"], "fingerprint": "0" * 12, "capability": "DEFAULT"}
+    line = numerics.mismatch(here)
+    assert line is not None and "\n" not in line
+    assert "CPU capability DEFAULT" in line and here["blas"] in line
+    assert numerics.mismatch(numerics.reference()["machine"]) is None
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_AVX2, reason="the pin is AVX2; this CPU has none (a run says so in one line)")
+def test_pinned_numbers_do_not_depend_on_capability_and_unpinned_ones_do(tmp_path):
+    pinned = run_short(tmp_path, "pinned", {})
+    by_hand = run_short(tmp_path, "avx2", {"PCBENCH_NUMERICS": "native", "ATEN_CPU_CAPABILITY": "avx2",
+                                           "MKL_CBWR": "AVX2"})
+    default = run_short(tmp_path, "default", {"PCBENCH_NUMERICS": "native", "ATEN_CPU_CAPABILITY": "default"})
+    assert pinned["capability"] == "AVX2" and default["capability"] == "DEFAULT"
+    # the pinned run is the AVX2 machine's run, number for number (weights, then every logged metric)
+    assert (pinned["warmstart"], pinned["metrics"]) == (by_hand["warmstart"], by_hand["metrics"])
+    # and the capability does change the floats: the comparison above can fail
+    assert default["warmstart"] != pinned["warmstart"] and default["fingerprint"] != pinned["fingerprint"]
