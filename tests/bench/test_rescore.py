@@ -94,3 +94,13 @@ def test_sample_efficiency_rescores_from_curves_csv():
         mine = [{k: r.get(k) for k in RECORD_KEYS} for r in records]
         theirs = [{k: r.get(k) for k in RECORD_KEYS} for r in report[key]]
         assert same(theirs, mine) == [], key
+
+
+def test_committed_markdown_is_rendered_from_its_json():
+    """sample_efficiency.md is its .json rendered (so a number in the .md is a number of the .json);
+    regime_map.md is pinned by test_regime_map_rescores_from_its_csvs (its .json's keys are sorted,
+    so rendering the .json alone orders the cells and knobs differently)."""
+    from pcbench.analysis.bench_md import sample_efficiency_md
+
+    se = json.loads((RESULTS / "sample_efficiency.json").read_text())
+    assert sample_efficiency_md(se) == (RESULTS / "sample_efficiency.md").read_text()

@@ -103,3 +103,13 @@ def test_readme_regime_map_ranges():
     record = next(r for r in json.loads((RESULTS / "sample_efficiency.json").read_text())["records"]
                   if r["method"] == "pilot_commit")
     assert record["speedup_vs_dapo_ci_high"] < 2.3  # "by less than the paper's 2.3-4.0x"
+
+
+def test_quoted_percentages_are_in_a_result_file():
+    """Shares quoted with one decimal (`21.4%`) in README.md and results/bench/README.md appear in a
+    committed result .md (each rendered from its .json: tests/bench/test_rescore.py; regime_card.md
+    from the run folders, with regime.csv beside it)."""
+    rendered = "".join(p.read_text() for p in RESULTS.glob("*.md") if p.name != "README.md")
+    missing = [f"{doc}: {m.group(0)}" for doc in ("README.md", "results/bench/README.md")
+               for m in re.finditer(r"\d+\.\d%", (ROOT / doc).read_text()) if m.group(0) not in rendered]
+    assert missing == []
