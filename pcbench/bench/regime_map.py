@@ -24,7 +24,6 @@ import itertools
 from dataclasses import dataclass
 from pathlib import Path
 
-import pandas as pd
 import yaml
 
 from pcbench.analysis.map_report import merge, tidy_cell, write_outputs
@@ -132,8 +131,11 @@ def main(args, argv: list[str]) -> int:
     results = launch(todo, args.jobs, args.runs / "regime_map_logs")
     args.out.mkdir(parents=True, exist_ok=True)
     curves_path, regime_path = args.out / "regime_map_curves.csv", args.out / "regime_map_regime.csv"
-    fresh = [tidy_cell(c.name, dict(c.levels), [str(folders[j]) for j in plans[c.name][0] if is_finished(folders[j])],
-                       [str(folders[j]) for j in plans[c.name][1] if is_finished(folders[j])]) for c in chosen]
+    def finished(jobs: list[Job]) -> list[str]:  # a truncated curve would count as censored: finished runs only
+        return [str(folders[j]) for j in jobs if is_finished(folders[j])]
+
+    # analysis reads each cell's folders into tidy rows; the merged CSVs are all the report is computed from
+    fresh = [tidy_cell(c.name, dict(c.levels), finished(plans[c.name][0]), finished(plans[c.name][1])) for c in chosen]
     fresh = [f for f in fresh if f is not None]
     pools_path = args.out / "regime_map_pools.csv"
     done = {f[2] for f in fresh}
