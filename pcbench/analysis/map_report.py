@@ -199,7 +199,10 @@ def tidy_cell(name: str, levels: dict[str, str], main: list[str], aa: list[str])
 
 def merge(path: Path, parts: list[pd.DataFrame], replaced: set[str]) -> pd.DataFrame:
     """The committed CSV at `path` with the rows of `replaced` cells swapped for `parts`."""
-    old = pd.read_csv(path) if path.exists() else pd.DataFrame(columns=["cell"])
+    # round_trip: to_csv writes each float's shortest repr, and only this parser reads every one back to
+    # the same double; pandas' default fast parser is off by an ulp on some, so a cell scored from the
+    # CSV would differ in the last digit from the same cell scored from its run folders
+    old = pd.read_csv(path, float_precision="round_trip") if path.exists() else pd.DataFrame(columns=["cell"])
     keep = old[~old["cell"].isin(replaced)]
     frames = [f for f in [keep, *parts] if len(f)]
     return pd.concat(frames, ignore_index=True) if frames else old

@@ -6,7 +6,8 @@
 - sample efficiency: the run folders are not committed, so curves.csv (one row per run and evaluation)
   stands in for them: the targets, the A/A floor and every method's rollouts-to-target, interval and
   speedups of sample_efficiency.json are recomputed from it with the same analysis functions.
-Floats are compared to 1e-9 relative: a CSV round trip moves the last digit of a few pool shares.
+The regime map re-scores exactly (its CSVs are read back with pandas' round-trip float parser);
+the sample-efficiency numbers, rebuilt from curves.csv, are compared to 1e-9 relative.
 """
 
 import json
@@ -49,6 +50,9 @@ def test_regime_map_rescores_from_its_csvs(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     fresh = json.loads((out / "regime_map.json").read_text())
     assert same(committed["cells"], fresh["cells"]) == []
+    assert committed["cells"] == fresh["cells"]  # exactly, not only to 1e-9
+    for name in ("regime_map_curves.csv", "regime_map_regime.csv", "regime_map_pools.csv"):  # merged back unchanged
+        assert (out / name).read_bytes() == (RESULTS / name).read_bytes(), name
     assert committed["paper_matched"] == fresh["paper_matched"]
     assert committed["grid"] == fresh["grid"]
     # the .md differs only in the grid's absolute path (the machine's checkout)
