@@ -6,6 +6,16 @@
   over seeds, speedups.
 - `pcbench.analysis.speedup`: the table CLI (`python analysis/speedup.py results/`).
 - `pcbench.analysis.figures`: the paper figures, each saved as PDF + PNG + the CSV behind it.
+- `pcbench.analysis.targets`: the benchmark's two GRPO targets, the A/A noise floor, the raw curves table.
+- `pcbench.analysis.tables`, `pcbench.analysis.sample_efficiency`: the sample-efficiency benchmark's numbers
+  from its run folders; `pcbench.analysis.bench_md`: its markdown.
+- `pcbench.analysis.regime` (+ `regime_plot`): the regime card of any run folders
+  (`python -m pcbench.analysis.regime RESULTS...`).
+- `pcbench.analysis.map_scoring`, `pcbench.analysis.map_report`: the regime map's scoring, report and heatmap.
+- `pcbench.analysis.quoted`: the result numbers the docs quote, generated from results/bench/*.json.
+
+Everything here reads run folders or result files; nothing imports pcbench.bench (the experiments,
+which hand their run folders to these modules).
 
 The run-folder contract these read is `docs/run_folder.md`.
 """

@@ -1,10 +1,15 @@
-"""pcbench.bench: every allocator in one harness, one ledger, on the embedded task.
+"""pcbench.bench: the experiments: every allocator in one harness, one ledger, on the embedded task.
+
+bench owns which jobs run (plans from committed configs: conf/exp/, conf/bench/), launching and
+resuming them (launch.py), and handing their run folders to pcbench.analysis, which scores and
+draws (targets, A/A, tables, the regime card, the regime map's report and heatmap). bench imports
+analysis, never the reverse (tests/test_imports.py).
 
     python -m pcbench.bench sample_efficiency [--seeds 5] [--methods grpo,dapo,...] [--steps N]
                                               [--jobs 2] [--out results/bench/] [-o KEY=VALUE ...]
     python -m pcbench.bench regime_map [--part 1 | --cells A,B] [--jobs 2] [--score-only]
     python -m pcbench.bench throughput [--batch 64,256,768] [--out results/bench/] [-o KEY=VALUE ...]
-    python -m pcbench.bench regime RESULTS_DIR [...] [--out DIR]
+    python -m pcbench.bench regime RESULTS_DIR [...] [--out DIR]   # alias of python -m pcbench.analysis.regime
 
 `sample_efficiency` trains every (method, seed) into its own run folder (the same folder
 `python -m pcbench.run <the same overrides>` would use, so reruns resume or reuse it), then

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from pcbench.bench import regime, regime_map, sample_efficiency, throughput
+from pcbench.analysis import regime  # the regime card's home is analysis; `regime` here is its alias
+from pcbench.bench import regime_map, sample_efficiency, throughput
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -19,7 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
     tp = sub.add_parser("throughput", help="embedded sampler vs transformers generate, tokens/s")
     throughput.add_arguments(tp)
     rg = sub.add_parser("regime", help="regime card of run folders (embedded or verl): zero-variance shares, "
-                        "pass-rate histograms, per-set accuracy")
+                        "pass-rate histograms, per-set accuracy (alias of python -m pcbench.analysis.regime)")
     regime.add_arguments(rg)
     return parser
 

@@ -10,7 +10,7 @@ DAPO and Pilot-Commit train on their seeds and GRPO on a disjoint seed set for t
    `regime_map_curves.csv` and `regime_map_regime.csv` (rows of other cells are kept), so the
    report always covers every part run so far;
 4. the report (`regime_map.md` / `.json`) and the heatmap (`paper_figures/regime_map.*`) are
-   computed from those two files alone (pcbench/bench/map_scoring.py).
+   computed from those two files alone (pcbench/analysis/map_scoring.py, pcbench/analysis/map_report.py).
 
     python -m pcbench.bench regime_map --part 1          # the cells of part 1 (one session)
     python -m pcbench.bench regime_map --cells p16-continuum-low
@@ -21,16 +21,14 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
-import pandas as pd
 import yaml
 
+from pcbench.analysis.map_report import merge, tidy_cell, write_outputs
 from pcbench.bench.launch import CONF_DIR, Job, is_finished, launch, run_folder
 from pcbench.config import ConfigError
-from pcbench.rundir import atomic_write_json, atomic_write_text
 
 GRID = CONF_DIR / "bench" / "regime_map.yaml"
 GRID_KEYS = ("methods", "seeds", "grpo_seeds", "aa_seeds", "common", "knobs", "parts", "paper_matched")
@@ -133,7 +131,11 @@ def main(args, argv: list[str]) -> int:
     results = launch(todo, args.jobs, args.runs / "regime_map_logs")
     args.out.mkdir(parents=True, exist_ok=True)
     curves_path, regime_path = args.out / "regime_map_curves.csv", args.out / "regime_map_regime.csv"
-    fresh = [tidy_cell(c, plans[c.name], folders) for c in chosen]
+    def finished(jobs: list[Job]) -> list[str]:  # a truncated curve would count as censored: finished runs only
+        return [str(folders[j]) for j in jobs if is_finished(folders[j])]
+
+    # analysis reads each cell's folders into tidy rows; the merged CSVs are all the report is computed from
+    fresh = [tidy_cell(c.name, dict(c.levels), finished(plans[c.name][0]), finished(plans[c.name][1])) for c in chosen]
     fresh = [f for f in fresh if f is not None]
     pools_path = args.out / "regime_map_pools.csv"
     done = {f[2] for f in fresh}
@@ -142,55 +144,7 @@ def main(args, argv: list[str]) -> int:
     pools = merge(pools_path, [f[3] for f in fresh], done)
     for frame, path in ((curves, curves_path), (regime, regime_path), (pools, pools_path)):
         frame.to_csv(path, index=False)
-    from pcbench.bench.map_render import write_outputs
-
-    report = write_outputs(grid, [c.name for c in cells(grid)], curves, regime, pools, args, provenance(argv), results)
+    report = write_outputs(grid, {c.name: dict(c.levels) for c in cells(grid)}, curves, regime, pools, args,
+                           provenance(argv), results)
     print(f"wrote {args.out / 'regime_map.md'}, .json, {curves_path.name}, {regime_path.name}")
     return 0 if not report["failures"] else 1
-
-
-def tidy_cell(cell: Cell, jobs: tuple[list[Job], list[Job]], folders: dict) -> tuple | None:
-    """(curves rows, regime rows, cell name, pool rows) of one cell's finished run folders; None if none."""
-    from pcbench.analysis.runs import load_runs
-    from pcbench.bench.aa import AA, curves_table
-    from pcbench.bench.regime import regime_table
-
-    # finished runs only: a truncated curve would count as censored
-    main = [str(folders[j]) for j in jobs[0] if is_finished(folders[j])]
-    aa = [str(folders[j]) for j in jobs[1] if is_finished(folders[j])]
-    if not main:
-        return None
-    _, metrics, _ = load_runs(main)
-    both = metrics
-    if aa:
-        _, aa_metrics, _ = load_runs(aa)
-        both = pd.concat([metrics, aa_metrics.assign(method=AA)], ignore_index=True)
-    knobs = dict(cell.levels)
-    curves = curves_table(both).assign(cell=cell.name, **knobs)
-    regime = regime_table(metrics).assign(cell=cell.name, **knobs)
-    return curves, regime, cell.name, pool_rows(cell.name, main)
-
-
-def merge(path: Path, parts: list[pd.DataFrame], replaced: set[str]) -> pd.DataFrame:
-    """The committed CSV at `path` with the rows of `replaced` cells swapped for `parts`."""
-    old = pd.read_csv(path) if path.exists() else pd.DataFrame(columns=["cell"])
-    keep = old[~old["cell"].isin(replaced)]
-    frames = [f for f in [keep, *parts] if len(f)]
-    return pd.concat(frames, ignore_index=True) if frames else old
-
-
-def pool_rows(cell: str, folders: list[str]) -> pd.DataFrame:
-    """The pool's pass rates after the warm start (summary.json details.warmstart of the cell's first
-    finished run): rows cell, key (histogram/<bin>, per_tier/<tier>, in_band, sft_steps), value."""
-    for f in folders:
-        path = Path(f) / "summary.json"
-        if not path.exists():
-            continue
-        ws = json.loads(path.read_text()).get("details", {}).get("warmstart", {})
-        if "histogram" not in ws:
-            continue
-        rows = [(f"histogram/{k}", v) for k, v in ws["histogram"].items()]
-        rows += [(f"per_tier/{k}", v) for k, v in ws.get("per_tier", {}).items()]
-        rows += [(k, ws[k]) for k in ("in_band", "sft_steps", "mean_pass_rate") if k in ws]
-        return pd.DataFrame([{"cell": cell, "key": k, "value": v} for k, v in rows])
-    return pd.DataFrame(columns=["cell", "key", "value"])

@@ -3,11 +3,12 @@
 1. plan (method, seed) jobs and compose + check every config before anything trains;
 2. train the jobs whose run folder is not finished (2 workers x 1 thread by default, for a
    2-core machine), seed-major so an early stop leaves whole seeds;
-3. score exactly those run folders with analysis (target = GRPO's best seed-mean val/acc,
-   and the reference-budget target of pcbench/bench/aa.py), run the A/A (GRPO on a second,
-   disjoint seed set) and write <out>/sample_efficiency.md + .json with the commit, the raw
-   curves (curves.csv: one row per run and evaluation), regime.csv (one row per run and step)
-   and the regime card (regime_card.md + .png).
+3. hand exactly those run folders to pcbench.analysis.sample_efficiency (target = GRPO's best
+   seed-mean val/acc, and the reference-budget target of pcbench/analysis/targets.py; the A/A:
+   GRPO on a second, disjoint seed set), which writes the raw curves (curves.csv: one row per
+   run and evaluation), regime.csv (one row per run and step) and the regime card
+   (regime_card.md + .png); this module adds the setup and the provenance and writes
+   <out>/sample_efficiency.md + .json with the commit.
 """
 
 from __future__ import annotations
@@ -17,8 +18,7 @@ import json
 import os
 from pathlib import Path
 
-import pandas as pd
-
+from pcbench.analysis.bench_md import sample_efficiency_md
 from pcbench.bench.launch import Job, compose_cfg, is_finished, launch, plan, run_folder
 from pcbench.bench.provenance import provenance
 from pcbench.rundir import atomic_write_json, atomic_write_text
@@ -82,6 +82,11 @@ def plan_jobs(args, methods: list[str]) -> tuple[list[Job], list[Job], Path]:
     return jobs, aa_jobs, Path(cfg.paths.results) / str(cfg.experiment)
 
 
+# the .json's field order, as committed in results/bench/sample_efficiency.json
+REPORT_KEYS = ("provenance", "setup", "target", "budget", "records", "timing", "goals", "per_run", "failures", "runs",
+               "warnings", "aa_seeds", "targets", "aa", "reference_records", "regime_checks", "notes")
+
+
 def main(args, argv: list[str]) -> int:
     methods = [m.strip() for m in args.methods.split(",") if m.strip()] if args.methods else all_methods()
     jobs, aa_jobs, home = plan_jobs(args, methods)
@@ -102,76 +107,26 @@ def main(args, argv: list[str]) -> int:
         meta = {**old["provenance"], "rescored": meta}
         results = old.get("runs", [])
     args.out.mkdir(parents=True, exist_ok=True)
-    report = build_report(jobs, aa_jobs, folders, results, args, meta, home)
+    present = [str(folders[j]) for j in jobs if (folders[j] / "metrics.jsonl").exists()]
+    aa_present = [str(folders[j]) for j in aa_jobs if (folders[j] / "metrics.jsonl").exists()]
+    meta["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+    from pcbench.analysis.sample_efficiency import score_benchmark  # pandas, matplotlib: only when scoring
+    parts = {"provenance": meta, "setup": setup(jobs, args, home),
+             **score_benchmark(present, aa_present, args.out, args.n_boot),
+             "failures": [r for r in results if r["status"] != "finished"], "runs": results,
+             "aa_seeds": [j.seed for j in aa_jobs]}
+    report = {k: parts[k] for k in REPORT_KEYS if k in parts}
     atomic_write_json(args.out / "sample_efficiency.json", report)
-    from pcbench.bench.render import sample_efficiency_md
     atomic_write_text(args.out / "sample_efficiency.md", sample_efficiency_md(report))
     print(f"wrote {args.out / 'sample_efficiency.md'} and .json")
     return 0 if not report["failures"] else 1
 
 
-def build_report(jobs: list[Job], aa_jobs: list[Job], folders: dict, results: list[dict], args, meta: dict,
-                 home: Path) -> dict:
-    from pcbench.analysis.runs import load_runs
-    from pcbench.bench.launch import compose_cfg
-    from pcbench.bench.tables import budget_accuracy, goals, rollouts_records, timing_records
-
-    present = [str(folders[j]) for j in jobs if (folders[j] / "metrics.jsonl").exists()]
-    aa_present = [str(folders[j]) for j in aa_jobs if (folders[j] / "metrics.jsonl").exists()]
-    runs, metrics, warnings = load_runs(present) if present else (None, None, ["no run folders"])
-    records, table, more = rollouts_records(runs, metrics, 0, args.n_boot) if present else ([], None, [])
-    budget = budget_accuracy(metrics, records, 0, args.n_boot) if present else None
-    extra, more_warn = benchmark_extras(runs, metrics, aa_present, args) if present else ({}, [])
+def setup(jobs: list[Job], args, home: Path) -> dict:
+    """What ran, as composed: methods, seeds, steps, batch, n, model, data, workers, overrides, runs folder."""
     cfg = compose_cfg(jobs[0].overrides)
-    meta["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
-    failures = [r for r in results if r["status"] != "finished"]
-    return {"provenance": meta,
-            "setup": {"methods": sorted({j.method for j in jobs}, key=[j.method for j in jobs].index),
-                      "seeds": args.seeds, "baseline_seeds": len({j.seed for j in jobs if j.method == "grpo"}), "steps": int(cfg.train.steps), "train_batch": int(cfg.train.batch_size),
-                      "n": int(cfg.rollout.n), "model": str(cfg.model.name), "data": str(cfg.data.name),
-                      "jobs": args.jobs, "overrides": args.override, "runs_dir": str(home)},
-            "target": records[0]["target"] if records else None, "budget": budget,
-            "records": records, "timing": timing_records(metrics) if present else [],
-            "goals": goals(records, table, 0, args.n_boot) if present else {},
-            "per_run": json.loads(table.to_json(orient="records")) if table is not None else [],
-            "failures": failures, "runs": results, "warnings": warnings + more + more_warn,
-            "aa_seeds": [j.seed for j in aa_jobs], **extra, "notes": NOTES}
-
-
-
-NOTES = [
-    "- Cumulative rollouts come from the one ledger every allocator shares (pcbench/ledger.py); "
-    "per-run values are in the .json (`per_run`, rtt = inf when censored).",
-    "- The oracle measures each candidate's pass rate with extra rollouts the ledger does not see: "
-    "it bounds selection at GRPO's cost, not every allocator (one that reuses rollouts can beat it).",
-]
-
-
-def benchmark_extras(runs, metrics, aa_present: list[str], args) -> tuple[dict, list[str]]:
-    """Targets, the A/A records, the reference-target table; writes curves.csv, regime.csv and the
-    regime card next to the report. -> (report fields, warnings)."""
-    from pcbench.analysis.runs import load_runs
-    from pcbench.bench.aa import AA, aa_record, curves_table, grpo_targets
-    from pcbench.bench.regime import build_card, card_md, warm_start_pools
-    from pcbench.bench.regime_plot import draw_regime_card
-    from pcbench.bench.tables import rollouts_records
-
-    warnings, both = [], metrics
-    if aa_present:
-        _, aa_metrics, aa_warn = load_runs(aa_present)
-        warnings += aa_warn
-        both = pd.concat([metrics, aa_metrics.assign(method=AA)], ignore_index=True)
-    targets = grpo_targets(metrics)
-    extra = {"targets": targets, "aa": {name: aa_record(both, t, 0, args.n_boot) for name, t in targets.items()},
-             "reference_records": []}
-    if targets["reference"] is not None:
-        extra["reference_records"], _, ref_warn = rollouts_records(runs, metrics, 0, args.n_boot,
-                                                                   target=targets["reference"])
-        warnings += [f"reference target: {w}" for w in ref_warn]
-    curves_table(both).to_csv(args.out / "curves.csv", index=False)
-    regime, summaries, checks = build_card(metrics)
-    regime.to_csv(args.out / "regime.csv", index=False)
-    atomic_write_text(args.out / "regime_card.md", card_md(summaries, checks, pools=warm_start_pools(runs)))
-    draw_regime_card(regime, summaries, args.out)
-    extra["regime_checks"] = checks
-    return extra, warnings
+    return {"methods": sorted({j.method for j in jobs}, key=[j.method for j in jobs].index),
+            "seeds": args.seeds, "baseline_seeds": len({j.seed for j in jobs if j.method == "grpo"}),
+            "steps": int(cfg.train.steps), "train_batch": int(cfg.train.batch_size),
+            "n": int(cfg.rollout.n), "model": str(cfg.model.name), "data": str(cfg.data.name),
+            "jobs": args.jobs, "overrides": args.override, "runs_dir": str(home)}

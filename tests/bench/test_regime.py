@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from pcbench.bench.__main__ import main as bench_main
-from pcbench.bench.aa import AA, aa_record, curves_table, grpo_targets
-from pcbench.bench.regime import build_card, regime_table
+from pcbench.analysis.targets import AA, aa_record, curves_table, grpo_targets
+from pcbench.analysis.regime import build_card, regime_table
 from pcbench.testing import Harness, method
 
 # 40 prompts: ids 0-9 always solved, 10-19 never, 20-39 half the time

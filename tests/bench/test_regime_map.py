@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from pcbench.bench.map_scoring import crossings, per_run_rates, score_cell
+from pcbench.analysis.map_scoring import crossings, per_run_rates, score_cell
 
 TINY = ["model.hidden_size=64", "model.intermediate_size=128", "model.warmstart.stop_tier=null", "model.warmstart.steps=250", "model.warmstart.consolidate.steps=0",
         "data.sft_size=1000", "data.train_size=240", "data.val_size=16", "data.ood_size=4", "train.batch_size=4",

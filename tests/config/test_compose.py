@@ -136,3 +136,44 @@ def test_rules_module_does_not_import_config():
     assert "pcbench.rules" in _imported_modules(pkg / "config.py")
     for name in ("rules.py", "errors.py"):
         assert "pcbench.config" not in _imported_modules(pkg / name), name
+
+
+VERL_MODELS = {"qwen2.5-math-1.5b": "deepmath", "qwen2.5-math-7b": "deepmath", "qwen3-4b-base": "polaris",
+               "qwen3-8b": "polaris", "qwen3-14b": "polaris", "smollm2-135m": "ladder", "tiny-verl": "tiny-verl",
+               "embedded-verl": "embedded-verl"}
+
+
+def test_every_verl_model_is_listed():
+    models = {p.stem for p in Path(CONF, "model").glob("*.yaml")}
+    verl = {m for m in models if cfg_of(f"model={m}").model.get("backend") == "verl"}
+    assert verl == set(VERL_MODELS)
+
+
+@pytest.mark.parametrize("model", sorted(VERL_MODELS))
+def test_model_picks_its_backend_and_data(model):
+    """`model=X` alone runs on the model's backend with its paper data (no backend= / data= needed)."""
+    cfg = cfg_of(f"model={model}", "method=pilot_commit")
+    check_config(cfg)
+    assert (cfg.backend.name, cfg.data.name) == ("verl", cfg_of(f"data={VERL_MODELS[model]}", "backend=verl").data.name)
+    # the same run as the explicit spelling: same composed config
+    explicit = cfg_of("backend=verl", f"model={model}", f"data={VERL_MODELS[model]}", "method=pilot_commit")
+    assert OmegaConf.to_container(cfg) == OmegaConf.to_container(explicit)
+
+
+def test_given_data_wins_and_contradicting_backend_is_an_error():
+    assert cfg_of("model=qwen3-8b", "data=deepmath").data.name == "deepmath"
+    with pytest.raises(ConfigError, match="model=qwen2.5-math-1.5b runs on backend=verl, not backend=embedded; "
+                                          "add backend=verl"):
+        check_config(cfg_of("backend=embedded", "model=qwen2.5-math-1.5b"))
+    assert cfg_of().backend.name == "embedded"  # the default stays the embedded CPU path
+
+
+def test_the_request_command_line_dry_runs(tmp_path):
+    """The issue's command as written: three methods on the verl backend, from the model alone."""
+    proc = subprocess.run([sys.executable, "-m", "pcbench.run", "-m", "method=grpo,dapo,pilot_commit",
+                           "model=qwen2.5-math-1.5b", "dry_run=true", f"paths.results={tmp_path}"],
+                          cwd=Path(CONF).parent, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    heads = [ln for ln in proc.stdout.splitlines() if ln.startswith("# pcbench dry run")]
+    assert [h.split(": ", 1)[1] for h in heads] == [
+        f"backend=verl method={m} model=qwen2.5-math-1.5b data=deepmath" for m in ("grpo", "dapo", "pilot_commit")]

@@ -134,7 +134,7 @@ REJECTED = [
      "model.name='': must be a non-empty string; it names the run folder"),
     ('data.name', ['data.name='],
      "data.name='': must be a non-empty string; it names the run folder"),
-    ('model.backend', ['model=qwen2.5-math-1.5b'],
+    ('model.backend', ['backend=embedded', 'model=qwen2.5-math-1.5b'],
      'model=qwen2.5-math-1.5b runs on backend=verl, not backend=embedded; add backend=verl (or pick a embedded model)'),
     ('data.backend', ['data=deepmath'],
      'data=deepmath runs on backend=verl, not backend=embedded; add backend=verl (or pick a embedded data)'),

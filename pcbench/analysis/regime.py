@@ -1,6 +1,7 @@
 """The regime card: is this data in the regime where rollout allocation matters?
 
-    python -m pcbench.bench regime RESULTS_DIR [RESULTS_DIR ...] [--out DIR]
+    python -m pcbench.analysis.regime RESULTS_DIR [RESULTS_DIR ...] [--out DIR]
+    python -m pcbench.bench regime RESULTS_DIR ...     # the same command, kept as an alias
 
 Reads any run folders (embedded or verl: both log the same allocator and ledger counters)
 and reports, per method:
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -249,7 +251,7 @@ def main(args) -> int:
     text = card_md(summaries, checks, pools=warm_start_pools(runs))
     print(text)
     if args.out is not None:
-        from pcbench.bench.regime_plot import draw_regime_card
+        from pcbench.analysis.regime_plot import draw_regime_card
         from pcbench.rundir import atomic_write_text
 
         args.out.mkdir(parents=True, exist_ok=True)
@@ -259,3 +261,15 @@ def main(args) -> int:
             print(f"wrote {path}")
         print(f"wrote {args.out / 'regime.csv'} and {args.out / 'regime_card.md'}")
     return 0
+
+
+def cli(argv: list[str] | None = None) -> int:
+    """`python -m pcbench.analysis.regime`: the card of run folders, printed (and written with --out)."""
+    parser = argparse.ArgumentParser(prog="python -m pcbench.analysis.regime", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+    return main(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(cli())

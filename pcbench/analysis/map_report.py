@@ -1,15 +1,22 @@
-"""The regime map's outputs: regime_map.json / .md next to the CSVs, and the heatmap
+"""The regime map's outputs: the tidy per-cell frames read from run folders (merged into the
+committed regime_map_*.csv), regime_map.json / .md next to the CSVs, and the heatmap
 (paper_figures/regime_map.{png,pdf,csv}): PC/GRPO per cell with its interval and A/A verdict,
-annotated with PC's sampling rounds per step and the in-band share of its fresh pilots."""
+annotated with PC's sampling rounds per step and the in-band share of its fresh pilots.
+
+Which cells exist and which runs they hold is the grid's business (pcbench/bench/regime_map.py):
+it hands this module run folders, cell names and their knob levels."""
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
 import pandas as pd
 
-from pcbench.bench.map_scoring import AA_BAND, criteria_met, score_map
+from pcbench.analysis.map_scoring import AA_BAND, criteria_met, score_map
+from pcbench.analysis.regime import regime_table
+from pcbench.analysis.targets import AA, curves_table
 from pcbench.rundir import atomic_write_json, atomic_write_text
 
 
@@ -146,12 +153,11 @@ def draw_heatmap(table: pd.DataFrame, knobs: list[str], out_dir: Path) -> list[P
     return save_figure(fig, table, out_dir, "regime_map")
 
 
-def write_outputs(grid: dict, cell_names: list[str], curves: pd.DataFrame, regime: pd.DataFrame,
+def write_outputs(grid: dict, levels: dict[str, dict[str, str]], curves: pd.DataFrame, regime: pd.DataFrame,
                   pools: pd.DataFrame, args, meta: dict, results: list[dict]) -> dict:
-    from pcbench.bench.regime_map import cells
-
-    scores = score_map(curves, regime, cell_names, args.n_boot)
-    levels = {c.name: dict(c.levels) for c in cells(grid)}
+    """Score every cell of `levels` ({cell: {knob: level}}, the grid's order) from the frames and write
+    args.out/regime_map.{json,md} and the heatmap in args.figures (when a cell is scored). -> the report."""
+    scores = score_map(curves, regime, list(levels), args.n_boot)
     for name, c in scores.items():
         c["levels"] = levels[name]
         c["runs"] = run_counts(curves[curves["cell"] == name], grid)
@@ -172,3 +178,48 @@ def write_outputs(grid: dict, cell_names: list[str], curves: pd.DataFrame, regim
         args.figures.mkdir(parents=True, exist_ok=True)
         draw_heatmap(heatmap_table(report), list(grid["knobs"]), args.figures)
     return report
+
+
+def tidy_cell(name: str, levels: dict[str, str], main: list[str], aa: list[str]) -> tuple | None:
+    """(curves rows, regime rows, cell name, pool rows) of one cell's run folders; None if none.
+    main / aa: the cell's finished folders only (a truncated curve would count as censored)."""
+    from pcbench.analysis.runs import load_runs
+
+    if not main:
+        return None
+    _, metrics, _ = load_runs(main)
+    both = metrics
+    if aa:
+        _, aa_metrics, _ = load_runs(aa)
+        both = pd.concat([metrics, aa_metrics.assign(method=AA)], ignore_index=True)
+    curves = curves_table(both).assign(cell=name, **levels)
+    regime = regime_table(metrics).assign(cell=name, **levels)
+    return curves, regime, name, pool_rows(name, main)
+
+
+def merge(path: Path, parts: list[pd.DataFrame], replaced: set[str]) -> pd.DataFrame:
+    """The committed CSV at `path` with the rows of `replaced` cells swapped for `parts`."""
+    # round_trip: to_csv writes each float's shortest repr, and only this parser reads every one back to
+    # the same double; pandas' default fast parser is off by an ulp on some, so a cell scored from the
+    # CSV would differ in the last digit from the same cell scored from its run folders
+    old = pd.read_csv(path, float_precision="round_trip") if path.exists() else pd.DataFrame(columns=["cell"])
+    keep = old[~old["cell"].isin(replaced)]
+    frames = [f for f in [keep, *parts] if len(f)]
+    return pd.concat(frames, ignore_index=True) if frames else old
+
+
+def pool_rows(cell: str, folders: list[str]) -> pd.DataFrame:
+    """The pool's pass rates after the warm start (summary.json details.warmstart of the cell's first
+    finished run): rows cell, key (histogram/<bin>, per_tier/<tier>, in_band, sft_steps), value."""
+    for f in folders:
+        path = Path(f) / "summary.json"
+        if not path.exists():
+            continue
+        ws = json.loads(path.read_text()).get("details", {}).get("warmstart", {})
+        if "histogram" not in ws:
+            continue
+        rows = [(f"histogram/{k}", v) for k, v in ws["histogram"].items()]
+        rows += [(f"per_tier/{k}", v) for k, v in ws.get("per_tier", {}).items()]
+        rows += [(k, ws[k]) for k in ("in_band", "sft_steps", "mean_pass_rate") if k in ws]
+        return pd.DataFrame([{"cell": cell, "key": k, "value": v} for k, v in rows])
+    return pd.DataFrame(columns=["cell", "key", "value"])

@@ -88,7 +88,7 @@ def reference_lines(report: dict) -> list[str]:
         return []
     return ["## Rollouts to target (reference-budget target)", "",
             f"Target {100 * t:.1f}%: GRPO's best seed-mean val/acc within the first 2/3 of the steps; every run has "
-            "the whole horizon to reach it (pcbench/bench/aa.py says why). Same columns as above.", "",
+            "the whole horizon to reach it (pcbench/analysis/targets.py says why). Same columns as above.", "",
             *rollouts_table(report["reference_records"]), ""]
 
 

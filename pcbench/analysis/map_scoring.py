@@ -20,10 +20,9 @@ import math
 import numpy as np
 import pandas as pd
 
+from pcbench.analysis.regime import _share as share
 from pcbench.analysis.scoring import TOL, speedup
-from pcbench.bench.regime import _share as share
-
-AA_BAND = (0.8, 1.25)
+from pcbench.analysis.targets import AA_BAND
 PC, GRPO, DAPO = "pilot_commit", "grpo", "dapo"
 
 
