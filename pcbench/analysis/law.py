@@ -189,6 +189,13 @@ def fit_alpha(frame: pd.DataFrame, regime: pd.DataFrame, alphas=ALPHAS) -> pd.Da
     return pd.DataFrame(rows)
 
 
-def best_alpha(fit: pd.DataFrame) -> float:
+TIE = 0.01  # a's whose RMS log gap is within 1% of the best fit equally well
+
+
+def best_alpha(fit: pd.DataFrame, tie: float = TIE) -> float:
+    """The a of the family with the smallest RMS log gap; among those within `tie` (relative) of it,
+    the one nearest 0 (the count: exact from the regime rows, and the only one every benchmark logs)."""
     f = fit.dropna(subset=["alpha"])
-    return float(f.loc[f["rms_log_gap"].idxmin(), "alpha"])
+    best = float(f["rms_log_gap"].min())
+    near = f[f["rms_log_gap"] <= best * (1 + tie)]
+    return float(near.loc[near["alpha"].abs().idxmin(), "alpha"])

@@ -89,6 +89,13 @@ def loco(table: pd.DataFrame) -> pd.DataFrame:
 
 # ---------------------------------------------------------------- before any run
 
+# results/bench/prerun.json "summary" (python -m pcbench.analysis.law_report; a test keeps them equal):
+# measured / pre-run law over the committed map's cells (geometric mean), and the smallest and largest
+# measured / (law x factor) there, which pcbench.predict uses as the law's error band
+PRERUN_CALIBRATION = {"pilot_commit": 0.9364, "dapo": 0.9294}
+PRERUN_ERROR = {"pilot_commit": (0.7815, 1.3165), "dapo": (0.7657, 1.2062)}
+
+
 @dataclass(frozen=True)
 class Setup:
     """The allocation knobs the prediction needs (the embedded defaults; pcbench's conf/method)."""
