@@ -13,9 +13,11 @@ it prints per method and pilot size: GRPO's zero-variance share (all-correct / a
 Pilot-Commit's in-band share and sampling rounds per step, DAPO's rounds, rollouts per step, the
 predicted rollouts-to-target ratio to GRPO with a range, and the recommended allocator.
 
-The ratio is the law's times the factor the committed regime map measured (results/bench/prerun.json:
-measured / pre-run law, geometric mean over its cells); the range is the 5-95% bootstrap over the
-probed prompts widened by the smallest and largest measured / predicted of those cells.
+Pilot-Commit's rounds use the probe's in-band share times the band's supply over a run, and the
+ratio is the law's times the factor the committed regime map measured (results/bench/prerun.json:
+measured / probed in-band, measured / pre-run law, geometric means over its cells); the range is
+the 5-95% bootstrap over the probed prompts widened by the smallest and largest measured /
+predicted of those cells.
 Only the embedded backend is probed (the verl path, k rollouts per prompt through vLLM, is not
 implemented here). Bad input (no such checkpoint, k < 2, a pool without answers, a config error)
 is one line on stderr, exit code 2.
@@ -33,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pcbench.analysis.predictor import PRERUN_CALIBRATION, PRERUN_ERROR, Setup, prerun
+from pcbench.analysis.predictor import PRERUN_CALIBRATION, PRERUN_ERROR, PRERUN_SUPPLY, Setup, prerun
 
 N_BOOT = 200
 CHUNK = 16  # prompts per generation call (the progress bar's step)
@@ -127,9 +129,10 @@ def probe(cfg, prompts: int, k: int, seed: int, checkpoint: Path | None, progres
 
 def predict(rates: np.ndarray, setup: Setup, pilots: list[int], seed: int = 0, n_boot: int = N_BOOT) -> dict:
     """The report: prerun() on the probe, each ratio calibrated, with its range, and a recommendation."""
-    point = prerun(rates, setup, pilots=pilots)
+    point = prerun(rates, setup, pilots=pilots, supply=PRERUN_SUPPLY)
     rng = np.random.default_rng(seed)
-    boots = [prerun(rates[rng.integers(0, rates.size, rates.size)], setup, pilots=pilots) for _ in range(n_boot)]
+    boots = [prerun(rates[rng.integers(0, rates.size, rates.size)], setup, pilots=pilots, supply=PRERUN_SUPPLY)
+             for _ in range(n_boot)]
 
     def ranged(method, law, pick):
         c, (lo, hi) = PRERUN_CALIBRATION[method], PRERUN_ERROR[method]
@@ -145,9 +148,12 @@ def predict(rates: np.ndarray, setup: Setup, pilots: list[int], seed: int = 0, n
                  **ranged("dapo", d["ratio"], lambda x: x["dapo"]["ratio"])})
     for k, rec in point["pilot_commit"].items():
         rows.append({"method": "pilot_commit", "pilot": k, "cost": rec["cost"], "rounds": rec["rounds"], "in_band": rec["in_band"],
+                     "in_band_run": rec["in_band_run"], "extrapolated": k != setup.n // 4,
                      **ranged("pilot_commit", rec["ratio"], lambda x, k=k: x["pilot_commit"][k]["ratio"])})
     best = max(rows[1:], key=lambda r: r["predicted"])
     name = "DAPO" if best["method"] == "dapo" else f"Pilot-Commit, pilot {best['pilot']} + {setup.n - best['pilot']}"
+    if best.get("extrapolated"):
+        name += f" (extrapolated: the map measured pilots of n/4 = {setup.n // 4} only)"
     if best["predicted"] > 1 and best["low"] > 1:
         rec_ = {"method": best["method"], "pilot": best["pilot"],
                 "why": f"{name}: predicted {best['predicted']:.2f}x GRPO, its whole range above 1"}
@@ -176,17 +182,19 @@ def render(rep: dict, fmt: str) -> str:
             f"{rep['facts']['checkpoint']} ({rep['facts']['seconds']:.1f} s); mean pass rate {p['mean_pass_rate']:.2f}, "
             f"prompts all-wrong {_pct(p['all_wrong_prompts'])}, all-correct {_pct(p['all_correct_prompts'])}")
     setup = f"setup: n={s['n']}, batch {s['batch']} prompts, {s['candidates']}x candidates a round, band {s['band']}, max {s['max_rounds']} rounds"
-    cols = ["method", "pilot", "GRPO zero-var (correct/wrong)", "PC in-band", "rounds/step", "rollouts/step", "predicted vs GRPO", "range"]
+    cols = ["method", "pilot", "GRPO zero-var (correct/wrong)", "PC in-band (probe/run)", "rounds/step", "rollouts/step", "predicted vs GRPO", "range"]
     lines = []
     for r in rep["rows"]:
         zv = f"{_pct(r['zero_variance'])} ({_pct(r['all_correct'])}/{_pct(r['all_wrong'])})" if r["method"] == "grpo" else ""
-        pilot = "" if r["pilot"] is None else f"{r['pilot']}+{s['n'] - r['pilot']}"
-        lines.append([r["method"], pilot, zv, _pct(r.get("in_band")) if r["method"] == "pilot_commit" else "",
+        pilot = "" if r["pilot"] is None else f"{r['pilot']}+{s['n'] - r['pilot']}" + ("*" if r.get("extrapolated") else "")
+        lines.append([r["method"], pilot, zv, f"{_pct(r.get('in_band'))}/{_pct(r.get('in_band_run'))}" if r["method"] == "pilot_commit" else "",
                       f"{r['rounds']:.2f}", f"{r['cost']:.0f}", f"{r['predicted']:.2f}x",
                       "" if r["method"] == "grpo" else f"[{r['low']:.2f}, {r['high']:.2f}]"])
     rec = f"recommended: {rep['recommendation']['why']}"
-    note = ("predicted = the count law's ratio x the factor measured on the committed regime map; range: bootstrap over "
-            "probed prompts x the map's smallest..largest measured/predicted (results/bench/prerun.md)")
+    note = ("*: a pilot size no committed map cell measured (the calibration comes from n/4 pilots). "
+            f"run in-band = probe x {PRERUN_SUPPLY:.2f} (the band's supply over a run, as measured on the committed regime "
+            "map); predicted = the count law's ratio x the factor measured there; range: bootstrap over probed prompts "
+            "x the map's smallest..largest measured/predicted (results/bench/prerun.md)")
     if fmt == "md":
         t = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)] + ["| " + " | ".join(x) + " |" for x in lines]
         return "\n".join([f"# pcbench-predict", "", head, "", setup, "", *t, "", f"**{rec}**", "", note])

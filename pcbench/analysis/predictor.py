@@ -90,10 +90,12 @@ def loco(table: pd.DataFrame) -> pd.DataFrame:
 # ---------------------------------------------------------------- before any run
 
 # results/bench/prerun.json "summary" (python -m pcbench.analysis.law_report; a test keeps them equal):
+# the band's supply over a run (measured PC in-band share / probed, geometric mean over the map's cells),
 # measured / pre-run law over the committed map's cells (geometric mean), and the smallest and largest
 # measured / (law x factor) there, which pcbench.predict uses as the law's error band
-PRERUN_CALIBRATION = {"pilot_commit": 0.9364, "dapo": 0.9294}
-PRERUN_ERROR = {"pilot_commit": (0.7815, 1.3165), "dapo": (0.7657, 1.2062)}
+PRERUN_SUPPLY = 0.544
+PRERUN_CALIBRATION = {"pilot_commit": 1.2536, "dapo": 0.9294}
+PRERUN_ERROR = {"pilot_commit": (0.8311, 1.2622), "dapo": (0.7657, 1.2062)}
 
 
 @dataclass(frozen=True)
@@ -122,12 +124,14 @@ def expected_rounds(q: float, setup: Setup) -> float:
     return float(min(setup.max_rounds, max(1.0, 1.0 / (setup.candidates * q))))
 
 
-def prerun(p, setup: Setup = Setup(), pilots=None, weights=None, alpha: float = 0.0) -> dict:
+def prerun(p, setup: Setup = Setup(), pilots=None, weights=None, alpha: float = 0.0, supply: float = 1.0) -> dict:
     """Expected regime and law ratios from pass rates p (one per probed prompt, optional weights).
 
     Returns {"grpo": {...}, "dapo": {...}, "pilot_commit": {k: {...}}}: per method its cost per step
     (rollouts), mixed (value) groups per step and predicted ratio to GRPO; GRPO's all-correct /
-    all-wrong shares; DAPO's rounds; PC's in-band share of a k-rollout pilot and rounds per step."""
+    all-wrong shares; DAPO's rounds; PC's in-band share of a k-rollout pilot at the probe (`in_band`)
+    and over the run (`in_band_run` = in_band x supply: the band's supply shrinks as a run learns its
+    mid-band prompts; 1 = as probed) and its rounds per step from the latter."""
     p = np.clip(np.asarray(p, float), 0.0, 1.0)
     w = np.full(p.size, 1.0 / p.size) if weights is None else np.asarray(weights, float) / np.sum(weights)
     n, B, C = setup.n, setup.batch, setup.candidates
@@ -158,10 +162,10 @@ def prerun(p, setup: Setup = Setup(), pilots=None, weights=None, alpha: float = 
         vv = _v(jk[:, None] + jc[None, :], n, alpha)          # (k+1, n-k+1)
         per_prompt = np.einsum("pa,pb,ab->p", pk * band[None, :], pc_, vv)
         q = float(w @ (pk @ band))
-        rounds = expected_rounds(q, setup)
+        rounds = expected_rounds(q * supply, setup)
         value = B * (float(w @ per_prompt) / q if q > 0 else 0.0)
         cost = rounds * C * B * k + B * (n - k)
-        rec = {"in_band": q, "rounds": rounds, "cost": cost, "value": value}
+        rec = {"in_band": q, "in_band_run": q * supply, "rounds": rounds, "cost": cost, "value": value}
         rec["ratio"] = (value / cost) / base if base > 0 else math.nan
         out["pilot_commit"][int(k)] = rec
     return out

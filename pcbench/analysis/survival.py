@@ -59,7 +59,7 @@ def aft_speedup(base: pd.DataFrame, other: pd.DataFrame, model: str = "weibull")
     Wald 95% interval; None where the fit fails (e.g. no event at all)."""
     from lifelines import LogNormalAFTFitter, WeibullAFTFitter
 
-    df = pd.concat([base.assign(x=0.0), other.assign(x=1.0)])[["time", "event", "x"]]
+    df = pd.concat([base.assign(x=0.0), other.assign(x=1.0)], ignore_index=True)[["time", "event", "x"]]
     df["time"] = np.maximum(df["time"].astype(float), 1.0) / SCALE
     empty = {"speedup": None, "low": None, "high": None, "model": model}
     if df["event"].sum() == 0 or len(df) < 3 or df["x"].nunique() < 2:
