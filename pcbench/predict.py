@@ -2,6 +2,7 @@
 
     python -m pcbench.predict                                   # embedded default, plain text
     python -m pcbench.predict data=synthetic_continuum rollout.n=64 --format md
+    python -m pcbench.predict backend=verl model=embedded-verl data=embedded-verl   # through vLLM
     pcbench-predict --prompts 128 --k 16 --pilots 4,8,16 --format json
 
 Composes the same Hydra config as `python -m pcbench.run` (same overrides), loads the start
@@ -18,8 +19,9 @@ ratio is the law's times the factor the committed regime map measured (results/b
 measured / probed in-band, measured / pre-run law, geometric means over its cells); the range is
 the 5-95% bootstrap over the probed prompts widened by the smallest and largest measured /
 predicted of those cells.
-Only the embedded backend is probed (the verl path, k rollouts per prompt through vLLM, is not
-implemented here). Bad input (no such checkpoint, k < 2, a pool without answers, a config error)
+On the verl backend with model=embedded-verl the probe is k rollouts per prompt through vLLM
+(its CPU build on a CPU) on the exported warm start, scored by pcbench's reward: a pilot of verl's
+own sampler. Other verl models (Hugging Face checkpoints, parquet pools) are not probed yet. Bad input (no such checkpoint, k < 2, a pool without answers, a config error)
 is one line on stderr, exit code 2.
 """
 
@@ -70,10 +72,66 @@ def _compose(overrides):
         raise InputError(f"config error: {e}") from None
     except Exception as e:  # Hydra's own errors (unknown group, bad override): one line
         raise InputError(f"config error: {str(e).splitlines()[0]}") from None
-    if cfg.backend.name != "embedded":
-        raise InputError(f"backend={cfg.backend.name}: only the embedded backend is probed (the verl probe "
-                         "through vLLM is not implemented); run with backend=embedded")
+    if cfg.backend.name != "embedded" and cfg.model.name != "embedded-verl":
+        raise InputError(f"backend={cfg.backend.name} model={cfg.model.name}: the verl probe runs model=embedded-verl "
+                         "only (a Hugging Face model's probe through vLLM is not implemented); use backend=embedded or "
+                         "model=embedded-verl data=embedded-verl")
     return cfg
+
+
+def vllm_worker(spec_path: str, out_path: str) -> int:
+    """`python -m pcbench.predict --vllm-worker SPEC OUT`: k sampled responses (token ids) per prompt
+    from vLLM (its CPU build here), in a process of its own. SPEC: model_dir, prompts (token ids),
+    k, temperature, top_p, max_tokens, eos_id, seed."""
+    import torch
+
+    spec = json.loads(Path(spec_path).read_text())
+    os.environ.setdefault("VERL_PLATFORM", "cpu" if not torch.cuda.is_available() else "")
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    from pcbench.backends.verl.cpu_vllm import patch_vllm_distribution_name, selected
+
+    if selected():
+        patch_vllm_distribution_name()  # vLLM detects its CPU platform from this version string
+    from vllm import LLM, SamplingParams
+    from vllm.inputs import TokensPrompt
+
+    prompts = spec["prompts"]
+    llm = LLM(model=spec["model_dir"], dtype="float32", enforce_eager=True, seed=int(spec["seed"]),
+              max_model_len=max(map(len, prompts)) + int(spec["max_tokens"]) + 1, gpu_memory_utilization=0.3, max_num_seqs=256)
+    params = SamplingParams(n=int(spec["k"]), temperature=float(spec["temperature"]), top_p=float(spec["top_p"]),
+                            max_tokens=int(spec["max_tokens"]), stop_token_ids=[int(spec["eos_id"])], seed=int(spec["seed"]))
+    outs = llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], params, use_tqdm=True)
+    Path(out_path).write_text(json.dumps([[list(o.token_ids) for o in out.outputs] for out in outs]))
+    return 0
+
+
+def verl_probe(cfg, probs, tok, k: int, seed: int, timeout_s: float = 1200) -> np.ndarray:
+    """Pass rates of `probs` from k rollouts each through vLLM on the export of the embedded warm start
+    (model=embedded-verl: the model verl trains), scored by pcbench's reward."""
+    import tempfile
+
+    from pcbench.backends.verl.agreement import log_tail, run_bounded
+    from pcbench.backends.verl.from_embedded import make_model
+    from pcbench.reward import compute_score
+
+    import contextlib
+
+    with contextlib.redirect_stdout(sys.stderr):  # the export's messages: stdout holds the report only
+        model_dir = make_model(cfg.model.path, cfg)
+    with tempfile.TemporaryDirectory(prefix="pcbench-predict-") as tmp:
+        spec, out, log = Path(tmp) / "spec.json", Path(tmp) / "out.json", Path(tmp) / "vllm.log"
+        spec.write_text(json.dumps({"model_dir": str(model_dir), "prompts": [[tok.bos_id] + tok.encode(p.prompt) for p in probs],
+                                    "k": k, "temperature": float(cfg.train.temperature), "top_p": float(cfg.train.top_p),
+                                    "max_tokens": int(cfg.model.max_response_length), "eos_id": tok.eos_id, "seed": seed}))
+        rc = run_bounded([sys.executable, "-m", "pcbench.predict", "--vllm-worker", str(spec), str(out)], log, timeout_s)
+        if rc != 0:
+            raise InputError(f"the vLLM probe exited with {rc}: {log_tail(log, 1)}")
+        responses = json.loads(out.read_text())
+    rates = []
+    for p, resp in zip(probs, responses):
+        acc = [float(compute_score(tok.decode([t for t in r if t != tok.eos_id]), p.answer).acc) for r in resp]
+        rates.append(float(np.mean(acc)))
+    return np.array(rates)
 
 
 def probe(cfg, prompts: int, k: int, seed: int, checkpoint: Path | None, progress: bool) -> tuple[np.ndarray, dict]:
@@ -85,7 +143,14 @@ def probe(cfg, prompts: int, k: int, seed: int, checkpoint: Path | None, progres
     from pcbench.backends.embedded.warmstart import cache_key, load_or_train, pass_rates
 
     torch.set_num_threads(int(cfg.train.get("threads", 1) or 1))
-    tok, task = CharTokenizer(), SyntheticTask.for_run(cfg)
+    verl = cfg.backend.name != "embedded"
+    if verl:  # model=embedded-verl: the pool and warm start of its embedded config
+        from pcbench.backends.verl.from_embedded import compose_embedded
+
+        ecfg = compose_embedded(list(cfg.model.get("embedded") or []), cfg.paths.cache)
+    else:
+        ecfg = cfg
+    tok, task = CharTokenizer(), SyntheticTask.for_run(ecfg)
     pool = list(task.train)
     if not pool:
         raise InputError("the pool has no prompts")
@@ -93,6 +158,16 @@ def probe(cfg, prompts: int, k: int, seed: int, checkpoint: Path | None, progres
     if missing:
         raise InputError(f"the pool has {missing} prompt(s) without an answer: a probe needs a verifiable answer per prompt")
     facts = {}
+    if verl and checkpoint is not None:
+        raise InputError("--checkpoint: the verl probe reads model.path (model=embedded-verl exports the warm start there)")
+    if verl:
+        rng = np.random.default_rng(seed)
+        probs = [pool[i] for i in sorted(rng.choice(len(pool), size=min(prompts, len(pool)), replace=False))]
+        if progress:
+            print(f"pcbench-predict: probing {len(probs)} prompts x {k} rollouts through vLLM (its engine starts in "
+                  "a minute or two on a CPU)", file=sys.stderr)
+        rates = verl_probe(cfg, probs, tok, k, seed)
+        return rates, {"checkpoint": f"vLLM on {cfg.model.path}", "prompts": len(probs), "pool": len(pool), "k": k}
     if checkpoint is not None:
         from pcbench.backends.embedded.model import build_model
 
@@ -204,6 +279,9 @@ def render(rep: dict, fmt: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--vllm-worker"]:
+        return vllm_worker(argv[1], argv[2])
     args = build_parser().parse_args(argv)
     t0 = time.time()
     os.environ.setdefault("OMP_NUM_THREADS", "1")

