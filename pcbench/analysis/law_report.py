@@ -218,17 +218,33 @@ def survival_md(rows: list[dict]) -> str:
            "at their last evaluation. KM: Kaplan-Meier median ratio (GRPO's / the method's). Weibull / log-normal: "
            "accelerated-failure-time speedup exp(-b) with its Wald 95% interval. Bootstrap: the existing "
            "percentile bootstrap of the median ratio (unchanged). aa: GRPO's A/A seeds against its main seeds.", "",
-           "| cell | vs GRPO | events | KM ratio | Weibull AFT | log-normal AFT | bootstrap |", "|---|---|---|---|---|---|---|"]
+           "| cell | vs GRPO | events | KM median (K rollouts) | KM ratio | Weibull AFT | log-normal AFT | bootstrap |",
+           "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         w, ln, b = r["weibull"], r["lognormal"], r["bootstrap"]
         fmt = lambda a: "-" if a["speedup"] is None else f"{a['speedup']:.2f}x {_iv(a['low'], a['high'])}"  # noqa: E731
         boot = "-" if b["ratio"] is None else f"{b['ratio']:.2f}x {_iv(b['low'], math.inf if b['high_inf'] else b['high'])}"
-        out.append(f"| {r['cell']} | {r['comparison']} | {r['events']}/{r['runs']} | {_x(r['km_ratio'])} | {fmt(w)} | {fmt(ln)} | {boot} |")
+        km = r["km"]
+        kmt = "not reached" if km["median"] is None else (f"{km['median'] / 1000:.1f} [{_x(km['low'] and km['low'] / 1000, 1)}, "
+                                                           f"{'inf' if km['high'] is None else _x(km['high'] / 1000, 1)}]")
+        out.append(f"| {r['cell']} | {r['comparison']} | {r['events']}/{r['runs']} | {kmt} | {_x(r['km_ratio'])} | {fmt(w)} | {fmt(ln)} | {boot} |")
     aa = [r for r in rows if r["comparison"] == "aa" and r["weibull"]["speedup"] is not None]
     inside = [r["cell"] for r in aa if 0.8 <= r["weibull"]["low"] and r["weibull"]["high"] <= 1.25]
-    out += ["", f"A/A Weibull intervals inside [0.8, 1.25]: {len(inside)}/{len(aa)} ({', '.join(inside)}). "
+    out += ["", f"- A/A Weibull intervals inside [0.8, 1.25]: {len(inside)}/{len(aa)} ({', '.join(inside)}). "
             "The AFT interval assumes the parametric form (one shape for both arms); the bootstrap assumes nothing "
-            "but needs more than half the seeds to cross. Report both.", ""]
+            "but needs more than half the seeds to cross. Where most runs are censored (p16-continuum-high's A/A: 2 of "
+            "8 crossed) the AFT's answer is an extrapolation past the horizon by the fitted shape, not a measurement. "
+            "Report both.", ""]
+    for model in ("weibull", "lognormal"):
+        fits = [r for r in rows if r["comparison"] == "aa" and r[model]["speedup"] is not None]
+        off = [f"{r['cell']} {r[model]['speedup']:.2f}x" for r in fits if r[model]["low"] > 1 or r[model]["high"] < 1]
+        out.insert(-1, f"- A/A {model} intervals excluding 1 (a false difference): {len(off)}/{len(fits)}"
+                   + (f" ({', '.join(off)})." if off else "."))
+    pc = [r for r in rows if r["comparison"] == "pilot_commit" and r["weibull"]["speedup"] is not None]
+    out.insert(-1, "- Pilot-Commit vs GRPO, Weibull interval excluding 1: "
+               + ", ".join(f"{r['cell']} {r['weibull']['speedup']:.2f}x" for r in pc
+                           if r["weibull"]["low"] > 1 or r["weibull"]["high"] < 1)
+               + " (p16-ladder-high: one Pilot-Commit run, partial cell).")
     return "\n".join(out)
 
 
