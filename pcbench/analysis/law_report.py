@@ -139,8 +139,8 @@ def law_md(res: dict) -> str:
     lines = []
     for m, g in ok.groupby("method"):
         lines.append(f"- {label(m)}: mean |error| law {100 * err(g['law_ratio'], g['measured']):.0f}%, "
-                     f"LOCO {100 * err(g['loco'], g['measured']):.0f}%; measured inside the LOCO prediction's cell "
-                     f"interval in {int(((g['low'] <= g['loco']) & (g['loco'] <= g['high'])).sum())}/{len(g)} cells "
+                     f"LOCO {100 * err(g['loco'], g['measured']):.0f}%; the LOCO prediction inside the measured 95% "
+                     f"interval in {int(((g['low'] <= g['loco']) & (g['loco'] <= g['high'])).sum())}/{len(g)} cells (most reach inf) "
                      f"(calibration on all 8: {res['calibration'].get(m, math.nan):.2f})")
     out += [""] + lines + ["", "## Sample-efficiency allocators (count law from regime.csv; calibrated: the map's "
                            "calibration on all 8 cells, Pilot-Commit and DAPO only)", "",
