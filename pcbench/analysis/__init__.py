@@ -13,6 +13,8 @@
   (`python -m pcbench.analysis.regime RESULTS...`).
 - `pcbench.analysis.map_scoring`, `pcbench.analysis.map_report`: the regime map's scoring, report and heatmap.
 - `pcbench.analysis.quoted`: the result numbers the docs quote, generated from results/bench/*.json.
+- `pcbench.analysis.law`, `predictor`, `survival`, `law_report`: the informative-group law, speedups
+  predicted from regime rows or a pre-run probe, rollouts-to-target as survival data (issue 30).
 
 Everything here reads run folders or result files; nothing imports pcbench.bench (the experiments,
 which hand their run folders to these modules).
