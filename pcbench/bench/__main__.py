@@ -1,4 +1,5 @@
-"""CLI of pcbench.bench (see the package docstring): sample_efficiency | regime_map | throughput | regime."""
+"""CLI of pcbench.bench (see the package docstring): sample_efficiency | regime_map | throughput | regime |
+warmstart_spread."""
 
 from __future__ import annotations
 
@@ -22,11 +23,17 @@ def build_parser() -> argparse.ArgumentParser:
     rg = sub.add_parser("regime", help="regime card of run folders (embedded or verl): zero-variance shares, "
                         "pass-rate histograms, per-set accuracy (alias of python -m pcbench.analysis.regime)")
     regime.add_arguments(rg)
+    sub.add_parser("warmstart_spread", add_help=False, help="the warm start's regime over SFT orders and CPU "
+                   "capabilities, before and after consolidation (its own options: warmstart_spread --help)")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["warmstart_spread"]:  # its own parser (pcbench/bench/warmstart_spread.py)
+        from pcbench.bench import warmstart_spread
+
+        return warmstart_spread.main(argv[1:])
     args = build_parser().parse_args(argv)
     from pcbench.config import ConfigError
     try:

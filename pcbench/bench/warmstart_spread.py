@@ -26,23 +26,6 @@ from pathlib import Path
 
 BEFORE = ["model.warmstart.stop_measure=sampled", "model.warmstart.probe_prompts=64",
           "model.warmstart.consolidate.steps=0"]
-CLASSES = (("solved", 0.99, 1.01), ("near_solved", 0.75, 0.99), ("band", 0.125, 0.75),
-           ("hard", 1e-6, 0.125), ("never", -1.0, 1e-6))
-
-
-def pool_card(rates, tiers) -> dict:
-    """Per tier: mean exact pass rate and the share of prompts in each class. rates: (N,), tiers: (N,)."""
-    import numpy as np
-
-    rates, tiers = np.asarray(rates, dtype=float), np.asarray(tiers)
-    out = {}
-    for t in ["all", *sorted(set(tiers.tolist()))]:
-        r = rates if t == "all" else rates[tiers == t]
-        out[t] = {"n": int(r.size), "mean": round(float(r.mean()), 4),
-                  **{name: round(float(np.mean((r >= lo) & (r < hi))), 4) for name, lo, hi in CLASSES}}
-    return out
-
-
 def one(overrides: list[str]) -> dict:
     """Train one warm start from scratch under `overrides` (this process), score it, -> its record."""
     import torch
@@ -53,6 +36,7 @@ def one(overrides: list[str]) -> dict:
     from pcbench.backends.embedded.task import SyntheticTask
     from pcbench.backends.embedded.tokenizer import CharTokenizer
     from pcbench.backends.embedded.warmstart import train_warm_start
+    from pcbench.analysis.warmstart_spread import pool_card
     from pcbench.bench.launch import compose_cfg as compose
 
     torch.set_num_threads(1)
@@ -108,7 +92,7 @@ def main(argv=None) -> int:
         print(json.dumps(one(json.loads(a.one))))
         return 0
     from pcbench.bench.provenance import provenance
-    from pcbench.bench.warmstart_spread_report import write_report
+    from pcbench.analysis.warmstart_spread import write_report
 
     caps = [c for c in a.capabilities.split(",") if c]
     designs = {"before": BEFORE, "after": []}

@@ -1,4 +1,5 @@
-"""warmstart_spread.{md,json}: the spread of the warm start's regime, before and after (pure rendering)."""
+"""The warm start's regime under float noise (pcbench.bench.warmstart_spread runs it): the pool
+card of one warm start, and warmstart_spread.{md,json} over several (pure functions)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,21 @@ import json
 from pathlib import Path
 
 TIERS = ("add22", "add33", "add44")
+CLASSES = (("solved", 0.99, 1.01), ("near_solved", 0.75, 0.99), ("band", 0.125, 0.75),
+           ("hard", 1e-6, 0.125), ("never", -1.0, 1e-6))
+
+
+def pool_card(rates, tiers) -> dict:
+    """Per tier: mean exact pass rate and the share of prompts in each class. rates: (N,), tiers: (N,)."""
+    import numpy as np
+
+    rates, tiers = np.asarray(rates, dtype=float), np.asarray(tiers)
+    out = {}
+    for t in ["all", *sorted(set(tiers.tolist()))]:
+        r = rates if t == "all" else rates[tiers == t]
+        out[t] = {"n": int(r.size), "mean": round(float(r.mean()), 4),
+                  **{name: round(float(np.mean((r >= lo) & (r < hi))), 4) for name, lo, hi in CLASSES}}
+    return out
 
 
 def _row(r: dict) -> str:
