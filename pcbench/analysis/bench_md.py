@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pcbench.analysis.methods import label
 from pcbench.analysis.report import DID_NOT_REACH, fmt_rollouts
+from pcbench.analysis.warmstart_note import warmstart_notice
 
 NA = "-"
 GOAL_TEXT = {"pc_vs_grpo": f"{label('pilot_commit')} >= {{goal}}x fewer rollouts to target than {label('grpo')}",
@@ -131,7 +132,7 @@ def sample_efficiency_md(report: dict) -> str:
     p, s = report["provenance"], report["setup"]
     rescored = p.get("rescored")
     target = report["target"]
-    out = ["# Sample efficiency of rollout allocators (embedded task)", "",
+    out = ["# Sample efficiency of rollout allocators (embedded task)", "", warmstart_notice(p), "",
            f"Commit `{p['commit']}` ({len(p['dirty_files'])} tracked files modified in the shared checkout at the "
            f"time), {p['date_utc']} UTC, {p['cpus']} CPUs, load average at start {p['loadavg_start']}.", "",
            f"Command: `{p['command']}`"

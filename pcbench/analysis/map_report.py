@@ -17,6 +17,7 @@ import pandas as pd
 from pcbench.analysis.map_scoring import AA_BAND, criteria_met, score_map
 from pcbench.analysis.regime import regime_table
 from pcbench.analysis.targets import AA, curves_table
+from pcbench.analysis.warmstart_note import warmstart_notice
 from pcbench.rundir import atomic_write_json, atomic_write_text
 
 
@@ -39,7 +40,7 @@ def _f(v, fmt="{:.2f}") -> str:
 def report_md(report: dict) -> str:
     grid, cells = report["grid"], report["cells"]
     pm = grid["paper_matched"]
-    out = ["# Regime map: where does Pilot-Commit pay off?", "",
+    out = ["# Regime map: where does Pilot-Commit pay off?", "", warmstart_notice(report.get("provenance")), "",
            f"Grid `{report['grid_path']}` (committed before the runs). Seeds per cell: DAPO and Pilot-Commit "
            f"{grid['seeds']}, GRPO {grid['grpo_seeds']} + {grid['aa_seeds']} for the A/A. Target per cell: GRPO's best "
            f"seed-mean val/acc. Ratios: median rollouts-to-target of the baseline over the method's, 95% bootstrap "

@@ -23,15 +23,18 @@ def _git(*args: str) -> str:
 
 
 def provenance(argv: list[str] | None = None) -> dict:
-    """Commit, dirty files (this checkout is shared, so name them), versions, machine, load."""
+    """Commit, dirty files (this checkout is shared, so name them), versions, machine and its numerics, load."""
     import torch
     import transformers
 
     import pcbench
+    from pcbench import numerics
 
     dirty = [line[3:] for line in _git("status", "--porcelain", "--untracked-files=no").splitlines()]
     return {"commit": _git("rev-parse", "HEAD").strip() or "unknown", "dirty_files": dirty, "pcbench": pcbench.__version__,
             "command": "python -m pcbench.bench " + " ".join(argv if argv is not None else sys.argv[1:]),
             "date_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()), "python": platform.python_version(),
             "torch": torch.__version__, "transformers": transformers.__version__, "cpus": os.cpu_count(),
-            "loadavg_start": [round(x, 2) for x in os.getloadavg()]}
+            "loadavg_start": [round(x, 2) for x in os.getloadavg()],
+            # CPU, ATen capability, BLAS, the numerics fingerprint: whose floats these are (pcbench/numerics.py)
+            "machine": numerics.describe()}

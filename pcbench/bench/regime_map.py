@@ -27,6 +27,7 @@ from pathlib import Path
 import yaml
 
 from pcbench.analysis.map_report import merge, tidy_cell, write_outputs
+from pcbench.analysis.warmstart_note import warmstart_digests
 from pcbench.bench.launch import CONF_DIR, Job, is_finished, launch, run_folder
 from pcbench.config import ConfigError
 
@@ -144,7 +145,8 @@ def main(args, argv: list[str]) -> int:
     pools = merge(pools_path, [f[3] for f in fresh], done)
     for frame, path in ((curves, curves_path), (regime, regime_path), (pools, pools_path)):
         frame.to_csv(path, index=False)
+    digests = warmstart_digests([f for c in chosen for f in finished(plans[c.name][0]) + finished(plans[c.name][1])])
     report = write_outputs(grid, {c.name: dict(c.levels) for c in cells(grid)}, curves, regime, pools, args,
-                           provenance(argv), results)
+                           {**provenance(argv), "warmstart_digests": digests} if results else provenance(argv), results)
     print(f"wrote {args.out / 'regime_map.md'}, .json, {curves_path.name}, {regime_path.name}")
     return 0 if not report["failures"] else 1

@@ -110,6 +110,10 @@ def main(args, argv: list[str]) -> int:
     present = [str(folders[j]) for j in jobs if (folders[j] / "metrics.jsonl").exists()]
     aa_present = [str(folders[j]) for j in aa_jobs if (folders[j] / "metrics.jsonl").exists()]
     meta["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+    if todo:  # the runs trained now: the warm starts they started from (their machine.json)
+        from pcbench.analysis.warmstart_note import warmstart_digests
+
+        meta["warmstart_digests"] = warmstart_digests(present + aa_present)
     from pcbench.analysis.sample_efficiency import score_benchmark  # pandas, matplotlib: only when scoring
     parts = {"provenance": meta, "setup": setup(jobs, args, home),
              **score_benchmark(present, aa_present, args.out, args.n_boot),
