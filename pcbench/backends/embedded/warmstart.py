@@ -70,6 +70,9 @@ def load_or_train(cfg, task: SyntheticTask, tok: CharTokenizer, log=print):
             ws = cfg.model.warmstart
             until = (f", stopping once {ws.stop_tier} passes at {float(ws.stop_pass_rate):.0%}"
                      if ws.get("stop_tier") else "")
+            cons = ws.get("consolidate") or {}
+            if int(cons.get("steps", 0) or 0):
+                until += f", then {int(cons.steps):,} consolidation steps on {', '.join(cons.tiers)}"
             log(f"warm start: training {num_parameters(model):,}-parameter model for up to "
                 f"{ws.steps} SFT steps{until} (cached as {weights})")
             report = train_warm_start(model, task, tok, cfg, log)
