@@ -1,11 +1,11 @@
-"""CLI of pcbench.bench (see the package docstring): sample_efficiency | regime_map | throughput | regime."""
+"""CLI of pcbench.bench (see the package docstring): sample_efficiency | regime_map | throughput | profile | regime."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from pcbench.bench import regime, regime_map, sample_efficiency, throughput
+from pcbench.bench import profile, regime, regime_map, sample_efficiency, throughput
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -18,6 +18,9 @@ def build_parser() -> argparse.ArgumentParser:
     regime_map.add_arguments(rm)
     tp = sub.add_parser("throughput", help="embedded sampler vs transformers generate, tokens/s")
     throughput.add_arguments(tp)
+    pf = sub.add_parser("profile", help="where one embedded job spends its time: start-up, generation, reward, "
+                        "update, evaluation, allocator (GRPO, DAPO, PC at n=32 and 64)")
+    profile.add_arguments(pf)
     rg = sub.add_parser("regime", help="regime card of run folders (embedded or verl): zero-variance shares, "
                         "pass-rate histograms, per-set accuracy")
     regime.add_arguments(rg)
@@ -33,6 +36,8 @@ def main(argv: list[str] | None = None) -> int:
             return sample_efficiency.main(args, argv)
         if args.command == "regime_map":
             return regime_map.main(args, argv)
+        if args.command == "profile":
+            return profile.main(args, argv)
         if args.command == "regime":
             return regime.main(args)
         return throughput.main(args, argv)
