@@ -9,6 +9,7 @@ analysis, never the reverse (tests/test_imports.py).
                                               [--jobs 2] [--out results/bench/] [-o KEY=VALUE ...]
     python -m pcbench.bench regime_map [--part 1 | --cells A,B] [--jobs 2] [--score-only]
     python -m pcbench.bench throughput [--batch 64,256,768] [--out results/bench/] [-o KEY=VALUE ...]
+    python -m pcbench.bench profile [--methods grpo,dapo,pilot_commit] [--ns 32,64] [--steps 8] [--out results/bench/]
     python -m pcbench.bench regime RESULTS_DIR [...] [--out DIR]   # alias of python -m pcbench.analysis.regime
 
 `sample_efficiency` trains every (method, seed) into its own run folder (the same folder
@@ -16,7 +17,8 @@ analysis, never the reverse (tests/test_imports.py).
 scores them with `analysis` (rollouts-to-target as docs/method.md#rollouts-to-target defines it, bootstrap intervals,
 speedups vs GRPO / DAPO, ratio to the oracle) and measures wall-clock per step and per
 rollout. `throughput` times the embedded KV-cache sampler against transformers' own
-`generate` on the same model and batch. `regime_map` runs GRPO, DAPO, Pilot-Commit and an
+`generate` on the same model and batch. `profile` splits one short job per method and group size
+into start-up, generation, reward, update, evaluation and allocator time (wall and CPU). `regime_map` runs GRPO, DAPO, Pilot-Commit and an
 A/A in every cell of a committed grid of task shapes and pilot resolutions
 (conf/bench/regime_map.yaml) and maps where Pilot-Commit pays off. Each writes <name>.md + <name>.json with the commit.
 """

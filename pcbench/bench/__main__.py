@@ -1,5 +1,5 @@
-"""CLI of pcbench.bench (see the package docstring): sample_efficiency | regime_map | throughput | regime |
-warmstart_spread."""
+"""CLI of pcbench.bench (see the package docstring): sample_efficiency | regime_map | throughput | profile |
+regime | warmstart_spread."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from pcbench.analysis import regime  # the regime card's home is analysis; `regime` here is its alias
-from pcbench.bench import regime_map, sample_efficiency, throughput
+from pcbench.bench import profile, regime_map, sample_efficiency, throughput
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -20,6 +20,9 @@ def build_parser() -> argparse.ArgumentParser:
     regime_map.add_arguments(rm)
     tp = sub.add_parser("throughput", help="embedded sampler vs transformers generate, tokens/s")
     throughput.add_arguments(tp)
+    pf = sub.add_parser("profile", help="where one embedded job spends its time: start-up, generation, reward, "
+                        "update, evaluation, allocator (GRPO, DAPO, PC at n=32 and 64)")
+    profile.add_arguments(pf)
     rg = sub.add_parser("regime", help="regime card of run folders (embedded or verl): zero-variance shares, "
                         "pass-rate histograms, per-set accuracy (alias of python -m pcbench.analysis.regime)")
     regime.add_arguments(rg)
@@ -41,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
             return sample_efficiency.main(args, argv)
         if args.command == "regime_map":
             return regime_map.main(args, argv)
+        if args.command == "profile":
+            return profile.main(args, argv)
         if args.command == "regime":
             return regime.main(args)
         return throughput.main(args, argv)

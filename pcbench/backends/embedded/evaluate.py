@@ -40,7 +40,7 @@ def pass_rates(model, tok, problems, cfg, k: int, gen: torch.Generator) -> np.nd
     return np.array([float(r.acc.mean()) for r in roll.generate([Request(p.pid, k, "plain") for p in problems])])
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def exact_pass_rates(model, tok, problems, temperature: float, top_p: float, chunk: int = 1024) -> np.ndarray:
     """-> (N,) probability that one sample at (temperature, top_p) is exactly each problem's gold
     response (solution + EOS): one teacher-forced forward pass, no sampling."""
@@ -69,7 +69,7 @@ def summarize(rates: np.ndarray, k: int) -> dict[str, float]:
             "acc_se_problems": float(rates.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")}
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def evaluate(model, tok, task, cfg, step: int, cross_check: bool = False) -> dict[str, float]:
     """-> val/acc, val/acc_se, val/acc_se_problems, val/<tier>/acc, ood/<set>/acc. Its rng depends
     only on (seed, step), so evaluating never perturbs the training sample stream. In exact mode

@@ -1,0 +1,37 @@
+"""The profile's phase clock: nested phases are not counted twice, an evaluation keeps its sampling."""
+
+import time
+from types import SimpleNamespace
+
+from pcbench.bench.profile import PHASES, _Clock, render
+
+
+def _busy(seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def test_inner_phases_are_subtracted_and_exclusive_phases_keep_what_they_call():
+    clock = _Clock()
+    ns = SimpleNamespace(sample=lambda: _busy(0.05))
+    ns.generate = lambda: (_busy(0.02), ns.sample())
+    ns.evaluate = lambda: (_busy(0.01), ns.generate())
+    clock.wrap(ns, "sample", "generation")
+    clock.wrap(ns, "generate", "reward", inner=("generation",))
+    clock.wrap(ns, "evaluate", "evaluation", exclusive=True)
+    ns.generate()
+    gen, reward = clock.wall["generation"], clock.wall["reward"]
+    assert gen >= 0.05 and 0.02 <= reward < gen  # generate's own time only, its sampler apart
+    ns.evaluate()  # its sampling is evaluation time, not generation or reward
+    assert (clock.wall["generation"], clock.wall["reward"]) == (gen, reward)
+    assert clock.wall["evaluation"] >= 0.08
+
+
+def test_render_lists_every_job_and_phase():
+    job = {"method": "grpo", "n": 32, "wall": {p: 1.0 for p in PHASES}, "cpu": {p: 0.5 for p in PHASES},
+           "total_wall": 7.0, "total_cpu": 3.5, "imports_wall": 0.4, "imports_cpu": 0.3}
+    meta = {"command": "python -m pcbench.bench profile", "commit": "abc", "dirty_files": [], "date_utc": "now",
+            "cpu": "cpu", "cpus": 2, "torch": "t", "transformers": "tf", "python": "3", "loadavg_start": [0, 0, 0]}
+    md = render({"provenance": meta, "steps": 8, "jobs": [job]})
+    assert "| grpo n=32 | 1.00 (0.50) |" in md and "evaluation 14%" in md
