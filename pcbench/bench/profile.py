@@ -30,7 +30,7 @@ import sys
 import time
 from pathlib import Path
 
-PHASES = ("startup", "generation", "reward", "update", "evaluation", "allocator", "writing")
+from pcbench.analysis.bench_md import PHASES  # the phases a job's time is split into
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -140,49 +140,14 @@ def child(method: str, n: int, steps: int, seed: int, overrides: list[str], out:
         "step_wall": [round(x, 3) for x in steps_wall]}))
 
 
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import platform
-
-    return platform.processor() or "unknown"
-
-
-def render(report: dict) -> str:
-    meta = report["provenance"]
-    lines = ["# Embedded engine profile", "",
-             f"`{meta['command']}` at commit `{meta['commit'][:10]}`"
-             f"{' (dirty: ' + ', '.join(meta['dirty_files']) + ')' if meta['dirty_files'] else ''}, "
-             f"{meta['date_utc']} UTC; {meta['cpu']}, {meta['cpus']} CPUs, torch {meta['torch']}, "
-             f"transformers {meta['transformers']}, python {meta['python']}; one job at a time, one torch thread; "
-             f"load average {meta['loadavg_start']} at start, {meta.get('loadavg_end')} at end.", "",
-             f"Each job: `exp=sample_efficiency data.val_mode=exact`, {report['steps']} steps (exact evaluation at "
-             f"step 0, every `train.eval_every` steps and the last, which also samples the cross-check), in a fresh "
-             f"process. Seconds, wall (CPU in brackets); start-up = imports + config + model + warm-start load + "
-             f"verl import (imports alone in the last column).", "",
-             "| job | start-up | generation | reward | update | evaluation | allocator | writing | total | imports |",
-             "|---|" + "---:|" * 9]
-    for j in report["jobs"]:
-        cells = [f"{j['wall'][p]:.2f} ({j['cpu'][p]:.2f})" for p in PHASES]
-        lines.append(f"| {j['method']} n={j['n']} | " + " | ".join(cells)
-                     + f" | {j['total_wall']:.1f} ({j['total_cpu']:.1f}) | {j['imports_wall']:.1f} ({j['imports_cpu']:.1f}) |")
-    tot = {p: sum(j["wall"][p] for j in report["jobs"]) for p in PHASES}
-    all_wall = sum(tot.values())
-    lines += ["", "Share of all jobs' wall time: " + ", ".join(f"{p} {100 * tot[p] / all_wall:.0f}%" for p in PHASES)
-              + f" (of {all_wall:.1f} s).", ""]
-    return "\n".join(lines)
-
-
 def main(args, argv: list[str]) -> int:
+    from pcbench import numerics
+    from pcbench.analysis.bench_md import profile_md as render
     from pcbench.bench.provenance import provenance
     from pcbench.rundir import atomic_write_json, atomic_write_text
 
     meta = provenance(argv)
-    meta["cpu"] = _cpu_model()
+    meta["cpu"] = numerics.cpu_model()
     meta["command"] = "python -m pcbench.bench " + " ".join(argv)
     jobs = []
     args.out.mkdir(parents=True, exist_ok=True)

@@ -3,7 +3,8 @@
 import time
 from types import SimpleNamespace
 
-from pcbench.bench.profile import PHASES, _Clock, render
+from pcbench.analysis.bench_md import PHASES, profile_md as render
+from pcbench.bench.profile import _Clock
 
 
 def _busy(seconds: float) -> None:
