@@ -30,7 +30,10 @@ TIMEOUT_S = 900
 # the checkpoint and the task: embedded defaults but the earlier stop, a 60-prompt pool of add22 / add32 /
 # add33 (5 rounds of 12 candidates per epoch, a round or more per step: an epoch ends within 6 steps; a
 # smaller pool left too few prompts after the evictions to fill a batch) and 96 validation problems
+# (the sampled 64-prompt probe every 20 steps and no consolidation: the warm start this test was sized on)
 EMBEDDED = ["model.warmstart.stop_tier=add22", "model.warmstart.stop_pass_rate=0.9", "data.tiers.add44=0.0",
+            "model.warmstart.stop_measure=sampled", "model.warmstart.probe_prompts=64", "model.warmstart.check_every=20",
+            "model.warmstart.consolidate.steps=0",
             "+data.tiers.add32=0.3", "data.train_size=60", "data.val_size=96", "data.val_samples=1"]
 
 
