@@ -51,6 +51,8 @@ def committed_ratios() -> set[str]:
             if "ratio" in node and ("low" in node or "ci_low" in node):
                 out.add(_fmt(node["ratio"], node.get("low", node.get("ci_low")), node.get("high", node.get("ci_high")),
                              node.get("high_inf") or node.get("ci_high_inf")))
+            if "speedup" in node and "low" in node:  # survival.json: an AFT model's acceleration factor
+                out.add(_fmt(node["speedup"], node["low"], node.get("high")))
             for key in [k for k in node if k.endswith("_ci_low")]:
                 base = key.removesuffix("_ci_low")
                 if base in node:
