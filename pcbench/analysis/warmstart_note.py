@@ -33,6 +33,7 @@ def warmstart_notice(provenance: dict | None) -> str:
     if digests == [today["digest"]]:
         return f"Warm start: today's default (digest `{today['digest']}`, pcbench/reference.json)."
     what = ("warm start(s) `" + "`, `".join(digests) + "`") if digests else LEGACY
+    cons = f" + {today['consolidation_steps']:,} consolidation steps" if today.get("consolidation_steps") else ""
     return (f"**Measured from {what}; today's default warm start differs** (digest `{today['digest']}`: "
-            f"{today['sft_steps']:,} SFT steps + {today['consolidation_steps']:,} consolidation steps, pinned "
-            f"numerics; pcbench/reference.json). The numbers below are those runs'; rerun the command for today's.")
+            f"{today['sft_steps']:,} SFT steps{cons} on pinned AVX2 arithmetic; pcbench/reference.json). The "
+            f"numbers below are those runs'; rerun the command for today's.")
