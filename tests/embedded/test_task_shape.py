@@ -70,8 +70,9 @@ def test_warm_start_settings_do_move_the_key():
 
 def test_default_pool_is_the_reserve_prompt_for_prompt():
     """So the default task and warm start are the ones every benchmark before the split used."""
-    task = SyntheticTask.for_run(cfg_of())
-    add33 = [p for p in task.train if p.tier == "add33"][:256]  # model.warmstart.probe_prompts
+    cfg = cfg_of()
+    task = SyntheticTask.for_run(cfg)
+    add33 = [p for p in task.train if p.tier == "add33"][:int(cfg.model.warmstart.probe_prompts)]
     assert prompts(task.probe) == prompts(add33)
     assert len(task.train) == 2000 and len(task.val) == 512
 
