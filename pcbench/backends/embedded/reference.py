@@ -25,19 +25,14 @@ GRPO_STEPS = 2
 TIMING = ("time/", "perf/")  # wall-clock fields of a metrics line (prefixes): not part of the identity
 
 
-def _cfg(overrides):
-    from pcbench.bench.launch import compose_cfg
-
-    return compose_cfg(overrides)
-
-
 def warmstart(cache: Path) -> dict:
     """The default warm start's report (digest, SFT steps), trained into `cache` unless there."""
     from pcbench.backends.embedded.task import SyntheticTask
     from pcbench.backends.embedded.tokenizer import CharTokenizer
     from pcbench.backends.embedded.warmstart import load_or_train
+    from pcbench.bench.launch import compose_cfg
 
-    cfg = _cfg([f"paths.cache={cache}"])
+    cfg = compose_cfg([f"paths.cache={cache}"])
     return load_or_train(cfg, SyntheticTask.for_run(cfg), CharTokenizer(), log=lambda *_: None)[1]
 
 
@@ -49,9 +44,10 @@ def metrics_digest(rows: list[dict]) -> str:
 
 def grpo_first_steps(cache: Path, results: Path) -> str:
     """Digest of the metrics of GRPO seed 0's first GRPO_STEPS steps on the default config."""
+    from pcbench.bench.launch import compose_cfg
     from pcbench.runs import execute, load_backend
 
-    cfg = _cfg([f"paths.cache={cache}", f"paths.results={results}", "method=grpo", "seed=0",
+    cfg = compose_cfg([f"paths.cache={cache}", f"paths.results={results}", "method=grpo", "seed=0",
                 f"train.steps={GRPO_STEPS}", "logging.progress=false", "train.threads=1"])
     execute(cfg, load_backend(cfg))
     (folder,) = [p for p in (results / str(cfg.experiment)).iterdir() if p.is_dir()]

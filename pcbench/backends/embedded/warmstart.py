@@ -193,7 +193,7 @@ class CompetenceProbe:
     `sampled` draws `n` rollouts per prompt from a generator seeded per check (before 2026-12).
     """
 
-    def __init__(self, model, probs, tok, cfg, tier: str, rate: float, n: int = 8, measure: str = "exact"):
+    def __init__(self, model, probs, tok, cfg, tier: str, rate: float, n: int = 8, measure: str = "sampled"):
         self.model, self.probs, self.tok, self.cfg = model, probs, tok, cfg
         self.tier, self.rate, self.n, self.measure = tier, rate, n, measure
         self.record: dict = {"tier": tier, "pass_rate": rate, "measure": measure, "prompts": len(probs),
