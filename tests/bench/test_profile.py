@@ -1,32 +1,46 @@
 """The profile's phase clock: nested phases are not counted twice, an evaluation keeps its sampling."""
 
-import time
 from types import SimpleNamespace
 
+import pytest
+
 from pcbench.analysis.bench_md import PHASES, profile_md as render
+from pcbench.bench import profile
 from pcbench.bench.profile import _Clock
 
 
-def _busy(seconds: float) -> None:
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        pass
+class FakeTime:
+    """The clock _Clock reads, advanced only by `busy`: the phases' times are exact, whatever the
+    machine's load (no wall-clock bound in a test)."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    process_time = perf_counter
+
+    def busy(self, seconds: float) -> None:
+        self.now += seconds
 
 
-def test_inner_phases_are_subtracted_and_exclusive_phases_keep_what_they_call():
+def test_inner_phases_are_subtracted_and_exclusive_phases_keep_what_they_call(monkeypatch):
+    fake = FakeTime()
+    monkeypatch.setattr(profile, "time", fake)
     clock = _Clock()
-    ns = SimpleNamespace(sample=lambda: _busy(0.05))
-    ns.generate = lambda: (_busy(0.02), ns.sample())
-    ns.evaluate = lambda: (_busy(0.01), ns.generate())
+    ns = SimpleNamespace(sample=lambda: fake.busy(0.05))
+    ns.generate = lambda: (fake.busy(0.02), ns.sample())
+    ns.evaluate = lambda: (fake.busy(0.01), ns.generate())
     clock.wrap(ns, "sample", "generation")
     clock.wrap(ns, "generate", "reward", inner=("generation",))
     clock.wrap(ns, "evaluate", "evaluation", exclusive=True)
     ns.generate()
     gen, reward = clock.wall["generation"], clock.wall["reward"]
-    assert gen >= 0.05 and 0.02 <= reward < gen  # generate's own time only, its sampler apart
+    assert (gen, reward) == pytest.approx((0.05, 0.02))  # generate's own time only, its sampler apart
     ns.evaluate()  # its sampling is evaluation time, not generation or reward
     assert (clock.wall["generation"], clock.wall["reward"]) == (gen, reward)
-    assert clock.wall["evaluation"] >= 0.08
+    assert clock.wall["evaluation"] == pytest.approx(0.08)
 
 
 def test_render_lists_every_job_and_phase():
