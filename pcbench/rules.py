@@ -278,6 +278,8 @@ EMBEDDED_RULES = [
     num("model.warmstart.consolidate.lr", 0.0, lo_open=True),
     Rule("model.warmstart.consolidate.batch_size", lambda v, c: is_int(v) and 1 <= v <= int(c.data.sft_size),
          lambda c: f"an integer in [1, data.sft_size={c.data.sft_size}]", "each batch draws without replacement"),
+    int_ge("model.warmstart.top_up.steps", 0, "mixed SFT steps after consolidation, at most, back to the stop's level (0 = none)"),
+    num("model.warmstart.top_up.lr", 0.0, lo_open=True),
 ]
 
 

@@ -35,13 +35,23 @@ def _row(r: dict) -> str:
             f"{a['hard']:.0%} | {a['never']:.0%} | {r['val']['all']['mean']:.3f} |")
 
 
+def _steps(r: dict) -> int:
+    return int(r["sft_steps"]) + int(r.get("consolidation_steps") or 0) + int(r.get("top_up_steps") or 0)
+
+
+def _steps_cell(r: dict) -> str:
+    """'1,240' or '1,240 + 2,000 + 36' (stop + consolidation + top-up)."""
+    parts = [int(r["sft_steps"]), int(r.get("consolidation_steps") or 0), int(r.get("top_up_steps") or 0)]
+    return " + ".join(f"{p:,}" for p in parts) if any(parts[1:]) else f"{parts[0]:,}"
+
+
 def _spread(rows: list[dict], design: str) -> str:
     ok = [r for r in rows if r.get("design") == design and "error" not in r]
     if not ok:
         return f"- {design}: no finished warm start"
     def rng(vals):
         return f"{min(vals):.3f}-{max(vals):.3f} (range {max(vals) - min(vals):.3f})"
-    steps = [r["sft_steps"] for r in ok]
+    steps = [_steps(r) for r in ok]
     parts = [f"SFT steps {min(steps):,}-{max(steps):,}"]
     parts += [f"{t} {rng([r['pool'][t]['mean'] for r in ok])}" for t in TIERS if t in ok[0]["pool"]]
     parts += [f"pool solved {rng([r['pool']['all']['solved'] for r in ok])}",
@@ -52,16 +62,18 @@ def _spread(rows: list[dict], design: str) -> str:
 
 def write_report(rows: list[dict], meta: dict, out: Path) -> None:
     (out / "warmstart_spread.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1, default=str))
-    lines = ["# Warm-start spread: the regime under float noise, with and without consolidation", "",
+    lines = ["# Warm-start spread: the regime under float noise, before and after consolidation + top-up", "",
              f"`{meta['command']}` at {meta['commit'][:7]}, {meta['date_utc']} UTC, {meta['wall_s']:.0f} s "
              f"({meta['jobs']} at once, {meta['cpus']} CPUs, load at start {meta['loadavg_start']}); "
              f"machine: {rows[0].get('machine', {}).get('cpu', '?')}, torch {meta['torch']}."
              + (f" Note: {meta['note']}." if meta.get("note") else ""), "",
              "Exact pass rates at the RL sampling settings (T 1.0, top_p 1.0) on the 2,000 pool prompts; classes: "
              "solved p >= 0.99, near-solved [0.75, 0.99), band [0.125, 0.75), hard (0, 0.125), never ~0. "
-             "`default`: conf/model/tiny.yaml's warm start (sampled 64 x 8 probe every 20 steps, no consolidation); "
-             "`consolidated`: an exact 256-prompt probe every 5 steps, then 1,000 consolidation steps on add11, add21, "
-             "add22 (lr 3e-4 -> 0). Rows with a capability other than pinned ran with PCBENCH_NUMERICS=native.", "",
+             "`before`: the warm start until 2026-12-04 (SFT on the mix until a sampled 64 x 8 probe every 20 steps "
+             "finds add33 at 0.4, then nothing); `default`: conf/model/tiny.yaml's today (the same stop, then 2,000 "
+             "consolidation steps on add11, add21, add22, add32 with lr 3e-4 -> 0, then mixed SFT at lr 3e-5 until an "
+             "exact probe reads add33 at 0.4 again; 'SFT steps' counts all three stages). Rows with a capability other "
+             "than pinned ran with PCBENCH_NUMERICS=native.", "",
              "## Spread", "", *[_spread(rows, d) for d in dict.fromkeys(r["design"] for r in rows)], "",
              "## Every warm start", "",
              "| design | SFT order | capability (seen) | SFT steps | digest | pool add22 / add33 / add44 | solved | "

@@ -1,12 +1,12 @@
 """How far float noise moves the warm start's regime: several warm starts that differ only in
 something that should not matter, each scored on the default pool.
 
-    python -m pcbench.bench warmstart_spread                  # 5 SFT orders x {default, consolidated} + capabilities
+    python -m pcbench.bench warmstart_spread                  # 5 SFT orders x {before, default} + capabilities
     python -m pcbench.bench warmstart_spread --jobs 16 --out results/bench
 
 A variant is (design, SFT data order `model.warmstart.seed`, ATen CPU capability). `default` is
-conf/model/tiny.yaml's warm start (a sampled 64 x 8 competence probe every 20 steps);
-`consolidated` adds an exact 256-prompt probe every 5 steps and 1,000 consolidation steps. Each warm start trains
+conf/model/tiny.yaml's warm start (the competence stop, consolidation, the top-up); `before` is the
+warm start until 2026-12-04: the competence stop alone (no consolidation, no top-up). Each warm start trains
 from scratch in its own process, one thread, no cache, and is scored with exact pass rates at the
 RL sampling settings (T 1.0, top_p 1.0) on every pool and validation prompt: per tier mean, and
 the pool card's classes: solved (p >= 0.99), near-solved [0.75, 0.99), band [0.125, 0.75),
@@ -24,10 +24,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-# the second stage the study compares with the default (conf/model/tiny.yaml): an exact 256-prompt
-# probe every 5 steps, then 1,000 consolidation steps on the tiers meant to be solved
-CONSOLIDATED = ["model.warmstart.stop_measure=exact", "model.warmstart.probe_prompts=256",
-                "model.warmstart.check_every=5", "model.warmstart.consolidate.steps=1000"]
+# the design the default replaced on 2026-12-04 (conf/model/tiny.yaml): the competence stop alone
+BEFORE = ["model.warmstart.consolidate.steps=0", "model.warmstart.top_up.steps=0"]
+
 def one(overrides: list[str]) -> dict:
     """Train one warm start from scratch under `overrides` (this process), score it, -> its record."""
     import torch
@@ -51,7 +50,7 @@ def one(overrides: list[str]) -> dict:
     cards = {name: pool_card(exact_pass_rates(model, tok, probs, T, P), [p.tier for p in probs])
              for name, probs in (("pool", task.train), ("val", task.val))}
     return {"overrides": overrides, "sft_steps": report["sft_steps"], "digest": report["digest"],
-            "consolidation_steps": report["consolidation_steps"], "stop": report.get("stop", {}).get("trace", [])[-3:],
+            "consolidation_steps": report["consolidation_steps"], "top_up_steps": report.get("top_up_steps", 0), "stop": report.get("stop", {}).get("trace", [])[-3:],
             "seconds": round(time.perf_counter() - t0, 1), "machine": numerics.describe(), **cards}
 
 
@@ -97,7 +96,7 @@ def main(argv=None) -> int:
     from pcbench.analysis.warmstart_spread import write_report
 
     caps = [c for c in a.capabilities.split(",") if c]
-    designs = {"default": [], "consolidated": CONSOLIDATED}
+    designs = {"before": BEFORE, "default": []}
     for d in a.design:
         name, _, ovr = d.partition("=")
         designs[name] = [o for o in ovr.split(",") if o]
