@@ -108,7 +108,8 @@ def starved_lines(cells: dict) -> list[str]:
 
 
 def run_counts(curves: pd.DataFrame, grid: dict) -> dict:
-    """Finished runs per method (and the A/A) in one cell against the grid's plan; complete when all are in."""
+    """Scored runs (finished or starved) per method (and the A/A) in one cell against the grid's plan;
+    complete when all are in."""
     have = curves.groupby(["method", "seed_set"])["seed"].nunique().to_dict() if len(curves) else {}
     plan = {("grpo", "main"): int(grid["grpo_seeds"]), ("grpo", "aa"): int(grid["aa_seeds"]),
             **{(m, "main"): int(grid["seeds"]) for m in grid["methods"] if m != "grpo"}}
