@@ -5,8 +5,10 @@ signature), so the same command maps to the same folder: an unfinished run resum
 finished one is refused, a different config never merges into it. Every file is written
 so that a crash at any point leaves it readable: metrics are append-only and flushed per
 line, everything else goes to a temp name and is renamed. A failure the run entry catches
-appends its traceback to error.log (`record_failure`) and touches nothing else. The life of
-a run around this folder (dry run, prepare, train, summary) is pcbench/runs.py.
+appends its traceback to error.log (`record_failure`) and touches nothing else, except a run
+whose allocator starved (`AllocationError.stop_reason`): that stop is also written to stopped.json
+(`RunDir.record_stop`), so the analysis can score the run as censored instead of dropping it. The
+life of a run around this folder (dry run, prepare, train, summary) is pcbench/runs.py.
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ from omegaconf import DictConfig, OmegaConf
 NON_IDENTITY_KEYS = ("logging", "paths", "resume", "dry_run", "hydra",
                      "train.threads", "train.checkpoint_every", "backend.watchdog_s",
                      "backend.ray_port", "backend.ray_join_timeout_s")
+
+
+STOPPED = "stopped.json"  # written by RunDir.record_stop; read by pcbench.analysis.runs.read_stop
 
 
 class RunFolderError(RuntimeError):
@@ -232,6 +237,16 @@ class RunDir:
         rows = [r for r in self.read_metrics() if int(r["step"]) <= last_step]
         atomic_write_text(self.metrics_path, "".join(json.dumps(r, sort_keys=True, default=float) + "\n" for r in rows))
         return rows
+
+    # -- a starved run ------------------------------------------------------------------------
+    def record_stop(self, reason: str, what: str) -> None:
+        """stopped.json: the run ended because its allocator starved (`reason`, e.g. "round_bound";
+        `what`: the error's one line). `step` is the last metrics line's, so a reader can tell the
+        record from a stale one: once a resume logs another step (or rewinds), it no longer applies."""
+        rows = self.read_metrics()
+        atomic_write_json(self.path / STOPPED, {"status": "stopped", "reason": str(reason),
+                                                "error": (what.strip().splitlines() or [""])[0],
+                                                "step": int(rows[-1]["step"]) if rows else None})
 
     def write_summary(self, summary: Summary) -> None:
         atomic_write_json(self.path / "summary.json", asdict(summary))

@@ -82,8 +82,25 @@ def execute(cfg: DictConfig, backend: Backend | None = None, log=print) -> Summa
     if run.finished():  # only on a Slurm requeue after the run completed (rundir.plan)
         log(f"{run.path} already finished; nothing to do")
         return None
-    details = backend.train(cfg, run)
+    try:
+        details = backend.train(cfg, run)
+    except Exception as e:
+        record_stop(run, e)
+        raise
     return finish(run, details)
+
+
+def record_stop(run: RunDir, error: BaseException) -> None:
+    """An allocator that starved (its error has a `stop_reason`, pcbench.allocators.AllocationError)
+    ends the run as today, and its folder says so in stopped.json: the run is a result (censored
+    from its last evaluation), not a crash. Any other error writes nothing here."""
+    reason = getattr(error, "stop_reason", None)
+    if not reason:
+        return
+    try:
+        run.record_stop(reason, f"{type(error).__name__}: {error}")
+    except OSError:  # a full disk must not hide the error that stopped the run
+        pass
 
 
 def finish(run: RunDir, details: Mapping[str, Any] | None = None) -> Summary:

@@ -23,7 +23,16 @@ from pcbench.stream import PromptStream
 
 
 class AllocationError(RuntimeError):
-    """A step could not be filled within the allowed number of sampling rounds."""
+    """A step could not be filled within the allowed number of sampling rounds.
+
+    `stop_reason` ("round_bound", or "pool_exhausted" when a whole epoch of active prompts could
+    not fill a batch) is what the run folder records (pcbench.runs.execute -> stopped.json): the
+    allocator starved on its data, a result the analysis scores as censored, not a crash it drops.
+    """
+
+    def __init__(self, message: str, stop_reason: str = "round_bound"):
+        super().__init__(message)
+        self.stop_reason = stop_reason
 
 
 @dataclass(frozen=True)

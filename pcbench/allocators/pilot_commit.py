@@ -84,7 +84,8 @@ class PilotCommit(Allocator):
         """A second epoch end within one step means the epoch is too short to ever fill a batch."""
         if c["epoch_ends"] >= 1:
             raise AllocationError(f"{self.name}: a whole epoch of {ctx.stream.num_active} active prompts could not "
-                                  f"fill a batch of {self.train_batch}; {self.epoch_too_short_fix}")
+                                  f"fill a batch of {self.train_batch}; {self.epoch_too_short_fix}",
+                                  stop_reason="pool_exhausted")
         self._end_epoch(ctx, batch)
         c["rounds"] = 0
         c["epoch_ends"] += 1

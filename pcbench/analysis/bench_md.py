@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pcbench.analysis.methods import label
-from pcbench.analysis.report import DID_NOT_REACH, fmt_rollouts
+from pcbench.analysis.report import DID_NOT_REACH, fmt_rollouts, starved_line
 from pcbench.analysis.warmstart_note import warmstart_notice
 
 NA = "-"
@@ -57,6 +57,18 @@ def rollouts_table(records: list[dict]) -> list[str]:
                      f"| {_acc_ci(r)} | {_pct(r['final_val_acc'])} | {_pct(r['best_val_acc'])} "
                      f"| {fmt_rollouts(r['cumulative_rollouts'])} |")
     return lines
+
+
+def starved_lines(report: dict) -> list[str]:
+    """Per method, the runs stopped because the allocator starved (none, or a report from before they
+    were recorded: no lines), with their stop reasons from `per_run`."""
+    reasons = {}
+    for r in report.get("per_run", []):
+        if r.get("status") == "starved":
+            reasons.setdefault(r["method"], []).append(r.get("stop_reason") or "round_bound")
+    lines = [f"- {starved_line(label(r['method']), r['starved'], r['seeds'], reasons.get(r['method'], ()))}"
+             for r in report["records"] if r.get("starved")]
+    return [*lines, ""] if lines else []
 
 
 def _aa_one(name: str, rec: dict | None) -> str:
@@ -154,6 +166,7 @@ def sample_efficiency_md(report: dict) -> str:
            + " cumulative rollouts (GRPO's median final count), 95% bootstrap CI of the mean; final / best acc: "
            "median final val/acc, best seed-mean val/acc.", "",
            *aa_lines(report), "## Rollouts to target (paper target)", "", *rollouts_table(report["records"]), "",
+           *starved_lines(report),
            *reference_lines(report), *regime_lines(report),
            "## Wall-clock", "",
            "Medians over seeds of per-run means. step s: steps without an evaluation; ms/rollout: those steps' "

@@ -15,7 +15,10 @@ from pathlib import Path
 import pandas as pd
 
 from pcbench.analysis.map_scoring import AA_BAND, criteria_met, score_map
+from pcbench.analysis.methods import label
 from pcbench.analysis.regime import regime_table
+from pcbench.analysis.report import starved_line
+from pcbench.analysis.runs import failed_runs
 from pcbench.analysis.targets import AA, curves_table
 from pcbench.analysis.warmstart_note import warmstart_notice
 from pcbench.rundir import atomic_write_json, atomic_write_text
@@ -91,13 +94,22 @@ def report_md(report: dict) -> str:
         out.append(f"not scored yet ({c.get('status', 'absent')})")
     out += ["", "Cells meeting every paper-matched criterion: "
             + (", ".join(report["paper_matched"]["cells_meeting"]) or "none"), ""]
+    out += starved_lines(cells)
     if report["failures"]:
         out += ["## Failed runs", ""] + [f"- {f['method']} seed {f['seed']}: {f['error']}" for f in report["failures"]]
     return "\n".join(out + [""])
 
 
+def starved_lines(cells: dict) -> list[str]:
+    """One line per cell and method with runs stopped because the allocator starved (none: no section)."""
+    lines = [f"- {name}: " + starved_line(label(m), s["starved"], s["runs"], s["reasons"])
+             for name, c in cells.items() for m, s in c.get("starved", {}).items()]
+    return ["## Runs stopped because the allocator starved", "", *lines, ""] if lines else []
+
+
 def run_counts(curves: pd.DataFrame, grid: dict) -> dict:
-    """Finished runs per method (and the A/A) in one cell against the grid's plan; complete when all are in."""
+    """Scored runs (finished or starved) per method (and the A/A) in one cell against the grid's plan;
+    complete when all are in."""
     have = curves.groupby(["method", "seed_set"])["seed"].nunique().to_dict() if len(curves) else {}
     plan = {("grpo", "main"): int(grid["grpo_seeds"]), ("grpo", "aa"): int(grid["aa_seeds"]),
             **{(m, "main"): int(grid["seeds"]) for m in grid["methods"] if m != "grpo"}}
@@ -172,7 +184,7 @@ def write_outputs(grid: dict, levels: dict[str, dict[str, str]], curves: pd.Data
     report = {"provenance": meta, "grid_path": str(args.grid), "grid": grid, "cells": scores,
               "paper_matched": {"cell": pm["cell"], "cells_meeting": meeting,
                                 "met": criteria_met(target["regime"], pm["criteria"]) if target.get("status") == "scored" else {}},
-              "failures": [r for r in results if r["status"] != "finished"], "runs": results}
+              "failures": failed_runs(results), "runs": results}
     atomic_write_json(args.out / "regime_map.json", report)
     atomic_write_text(args.out / "regime_map.md", report_md(report))
     if any(c["status"] == "scored" for c in scores.values()):
@@ -183,19 +195,29 @@ def write_outputs(grid: dict, levels: dict[str, dict[str, str]], curves: pd.Data
 
 def tidy_cell(name: str, levels: dict[str, str], main: list[str], aa: list[str]) -> tuple | None:
     """(curves rows, regime rows, cell name, pool rows) of one cell's run folders; None if none.
-    main / aa: the cell's finished folders only (a truncated curve would count as censored)."""
+    main / aa: the cell's finished and starved folders (pcbench.bench.launch.is_scored), never a
+    crashed or running one (its truncated curve would count as censored). A starved run's curve and
+    regime rows are its steps up to the stop; `stopped` in the curves names why (empty: finished)."""
     from pcbench.analysis.runs import load_runs
 
     if not main:
         return None
-    _, metrics, _ = load_runs(main)
-    both = metrics
+    runs, metrics, _ = load_runs(main)
+    both, stops = metrics, _stops(runs, "main")
     if aa:
-        _, aa_metrics, _ = load_runs(aa)
+        aa_runs, aa_metrics, _ = load_runs(aa)
         both = pd.concat([metrics, aa_metrics.assign(method=AA)], ignore_index=True)
-    curves = curves_table(both).assign(cell=name, **levels)
+        stops.update(_stops(aa_runs.assign(method="grpo"), "aa"))
+    curves = curves_table(both)
+    curves["stopped"] = [stops.get(k) for k in zip(curves["method"], curves["seed_set"], curves["seed"])]
     regime = regime_table(metrics).assign(cell=name, **levels)
-    return curves, regime, name, pool_rows(name, main)
+    return curves.assign(cell=name, **levels), regime, name, pool_rows(name, main)
+
+
+def _stops(runs: pd.DataFrame, seed_set: str) -> dict:
+    """{(method, seed_set, seed): stop reason} of the starved runs (the curves' run key in a cell)."""
+    starved = runs[runs["stop_reason"].notna()]
+    return {(m, seed_set, s): r for m, s, r in zip(starved["method"], starved["seed"], starved["stop_reason"])}
 
 
 def merge(path: Path, parts: list[pd.DataFrame], replaced: set[str]) -> pd.DataFrame:

@@ -10,7 +10,10 @@ vs GRPO on disjoint seeds), each a ratio of medians with a bootstrap interval; t
 measured (GRPO's zero-variance share, PC's sampling rounds per step, the share of PC's fresh
 pilots in the band, the pool epochs PC had drawn when it crossed); and the predicted speedup
 of every run: (learning signal per step / GRPO's) / (rollouts per step / GRPO's), printed
-beside the measured one. Nothing here trains or reads run folders.
+beside the measured one. Runs stopped because their allocator starved are in both frames with
+their steps up to the stop (curves column `stopped` says why): censored like any run that did not
+reach the target, never dropped, and counted per method (`starved`). Nothing here trains or reads
+run folders.
 """
 
 from __future__ import annotations
@@ -134,7 +137,25 @@ def score_cell(curves: pd.DataFrame, regime: pd.DataFrame, n_boot: int = 10_000)
            **{key: {m: _fin(rates.loc[rates["method"] == m, key].mean()) for m in (PC, DAPO)
                     if (rates["method"] == m).any()} for key in ("predicted", "signal_ratio", "rollouts_ratio")},
            "per_run": json_rows(rates.merge(cross[cross["seed_set"] == "main"], on=["method", "seed"], how="left"))}
+    starved = starved_runs(curves)
+    if starved:  # absent when none starved, so cells scored before stops were recorded read the same
+        rec["starved"] = starved
     return rec
+
+
+def starved_runs(curves: pd.DataFrame) -> dict[str, dict]:
+    """{method: {starved, runs, reasons}} of the main runs stopped because their allocator starved
+    (the curves' `stopped` column, absent or empty in rows written before it existed)."""
+    if "stopped" not in curves:
+        return {}
+    main = curves[curves["seed_set"] == "main"]
+    per_run = main.groupby(["method", "seed"], sort=True)["stopped"].first()  # one reason per run
+    out = {}
+    for method, reasons in per_run.groupby(level="method", sort=True):
+        hit = [r for r in reasons if isinstance(r, str) and r]
+        if hit:
+            out[method] = {"starved": len(hit), "runs": int(len(reasons)), "reasons": sorted(hit)}
+    return out
 
 
 def json_rows(frame: pd.DataFrame) -> list[dict]:

@@ -95,6 +95,9 @@ def regime_map_block(report: dict) -> str:
         pc = _ratio(c["pc_vs_grpo"])
         if partial:
             pc = f"{pc} (PC {pc_runs} finished)" if pc != "-" else f"- (PC {pc_runs} finished)"
+        starved = c.get("starved", {}).get("pilot_commit")  # runs counted, censored: say so beside the ratio
+        if starved:
+            pc = f"{pc} (PC: {starved['starved']} of {starved['runs']} starved, censored)"
         if partial:
             aa = "partial: no claim"
         elif c["aa"].get("ratio") is None:

@@ -66,10 +66,26 @@ def table_cells(rec: dict) -> list[str]:
             fmt_pct(rec["final_val_acc"]), fmt_rollouts(rec["cumulative_rollouts"])]
 
 
+STOP_TEXT = {"round_bound": "stopped by the round bound (method.max_rounds)",
+             "pool_exhausted": "stopped when an epoch of active prompts could not fill a batch"}
+
+
+def starved_line(who: str, starved: int, runs: int, reasons=()) -> str:
+    """"Pilot-Commit: 4 of 5 runs stopped by the round bound (method.max_rounds), counted as censored
+    from their last evaluation". reasons: the runs' stop reasons (rundir.STOPPED), one per run."""
+    kinds = sorted(set(reasons)) or ["round_bound"]
+    how = " or ".join(STOP_TEXT.get(k, f"stopped ({k})") for k in kinds)
+    return (f"{who}: {starved} of {runs} runs {how}, counted as censored from their last evaluation "
+            "unless they had reached the target")
+
+
 def footnote(records: list[dict], seed: int, n_boot: int) -> str:
     unfinished = sum(r.get("unfinished") or 0 for r in records)
+    starved = sum(r.get("starved") or 0 for r in records)
     mark = (f" {UNFINISHED_MARK} counts {unfinished} unfinished run(s) (no finished summary.json) as they stand."
             if unfinished else "")
+    mark += (f" {starved} run(s) stopped because their allocator starved; each counts with its evaluations "
+             "up to the stop (censored from the last one unless it had reached the target)." if starved else "")
     return ("Rollouts to target: median over seeds of cumulative rollouts at the first evaluation with "
             "val/acc >= target (censored seeds count as never; 'did not reach' when the median is censored). "
             f"Intervals: 95% percentile bootstrap over seeds (seed {seed}, {n_boot} resamples); "

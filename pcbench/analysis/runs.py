@@ -4,7 +4,8 @@ A run is a folder holding `config.yaml` and `metrics.jsonl` (contract: docs/run_
 `load_runs(dirs)` walks every folder below `dirs` (skipping names that start with "."),
 and returns
 
-- runs: one row per run (identity from config.yaml, status from summary.json, final numbers);
+- runs: one row per run (identity from config.yaml, status from summary.json, or "starved" from
+  stopped.json (`read_stop`), final numbers);
 - metrics: one row per (run, step) with columns ID_COLUMNS followed by every metric key
   logged in any line (NaN where a line does not carry the key; eval lines carry `val/acc`);
 - warnings: one string per problem, each starting with the file it is about.
@@ -39,10 +40,20 @@ from pcbench.analysis.setups import label_setups, matches, setup_hash, setup_of
 
 ID_COLUMNS = ("run_id", "path", "method", "model", "data", "seed", "step", "cumulative_rollouts")
 RUN_COLUMNS = ("run_id", "path", "experiment", "method", "model", "data", "seed", "backend", "setup", "status",
-               "n_lines", "n_evals", "last_step", "final_cumulative_rollouts", "final_val_acc")
+               "n_lines", "n_evals", "last_step", "final_cumulative_rollouts", "final_val_acc", "stop_reason")
 ACC = "val/acc"
 MAX_LINE_WARNINGS = 5
 UNFINISHED = "unfinished"
+# Stopped because its allocator starved (pcbench.rundir.STOPPED): scored with its evaluations up to the
+# stop, censored from the last one when it had not reached the target (docs/method.md#rollouts-to-target).
+STARVED = "starved"
+SCORED = ("finished", STARVED)  # the statuses whose curves are results, not truncations
+
+
+def failed_runs(results: list[dict]) -> list[dict]:
+    """The benchmark's run results (pcbench.bench.launch: status finished / starved / failed) that the
+    reports list as failures: crashes, never a run whose allocator starved (that one is scored)."""
+    return [r for r in results if r["status"] not in SCORED]
 
 # config.yaml key path -> runs column
 # config.yaml keys (and everything below them) that do not define the setup runs are compared in:
@@ -198,9 +209,33 @@ def read_status(run_dir: Path) -> tuple[str, list[str]]:
     return status, []
 
 
-def _run_record(run_dir: Path, ident: dict, status: str, rows: list[dict]) -> dict:
+def read_stop(run_dir: Path, rows: list[dict] | None = None) -> tuple[str | None, list[str]]:
+    """The reason in stopped.json (e.g. "round_bound") when it describes the folder as it stands, else None.
+
+    The record applies only while the metrics still end at the step it names: a resume that logged
+    another step, or rewound to its checkpoint, makes it stale (the run is then running or crashed).
+    rows: the folder's metrics lines (read_metrics), read here when not given.
+    """
+    from pcbench.rundir import STOPPED
+
+    path = run_dir / STOPPED
+    if not path.is_file():
+        return None, []
+    try:
+        stop = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None, [f"{path}: cannot parse, the run is not counted as starved"]
+    if rows is None:
+        rows = read_metrics(run_dir)[0]
+    reason = stop.get("reason") if isinstance(stop, dict) else None
+    if not isinstance(reason, str) or not reason or not rows or stop.get("step") != rows[-1]["step"]:
+        return None, []
+    return reason, []
+
+
+def _run_record(run_dir: Path, ident: dict, status: str, rows: list[dict], reason: str | None = None) -> dict:
     evals = [r for r in rows if _is_number(r.get(ACC))]
-    return {"run_id": run_dir.name, "path": str(run_dir), **ident, "status": status,
+    return {"run_id": run_dir.name, "path": str(run_dir), **ident, "status": status, "stop_reason": reason,
             "n_lines": len(rows), "n_evals": len(evals),
             "last_step": rows[-1]["step"] if rows else None,
             "final_cumulative_rollouts": rows[-1]["cumulative_rollouts"] if rows else None,
@@ -223,7 +258,12 @@ def load_run(run_dir: Path, where: list | None = None) -> tuple[dict | None, lis
     warnings += more
     status, more = read_status(run_dir)
     warnings += more
-    record = _run_record(run_dir, ident, status, rows)
+    reason = None
+    if status != "finished":  # a finished summary wins over a stop record a resume left behind
+        reason, more = read_stop(run_dir, rows)
+        warnings += more
+        status = STARVED if reason else status
+    record = _run_record(run_dir, ident, status, rows, reason)
     if not rows:
         warnings.append(f"{run_dir / 'metrics.jsonl'}: no metrics lines")
     elif record["n_evals"] == 0:

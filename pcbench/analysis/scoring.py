@@ -8,7 +8,9 @@ Definitions (docs/method.md#rollouts-to-target):
   `val/acc >= target` (no interpolation). A run that never gets there is censored: `inf`.
   `>=` allows TOL of float round-off, so a seed that logged exactly the target reaches it.
 - per method: the median over seeds with censored runs as `inf`; a median of `inf` means
-  "did not reach" and is never reported as a number.
+  "did not reach" and is never reported as a number. A run whose allocator starved (status
+  "starved", pcbench.analysis.runs.read_stop) is scored on its evaluations up to the stop: a hit
+  before it counts, else it is censored like any run that did not get there.
 - speedup vs a comparator: comparator median / method median; `None` when either median is
   censored. Intervals: percentile bootstrap (95%) over seeds with `numpy.random.default_rng(seed)`,
   a fresh generator per interval, so an interval does not depend on what else is scored.
@@ -25,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from pcbench.analysis.methods import method_order
-from pcbench.analysis.runs import ACC, eval_rows
+from pcbench.analysis.runs import ACC, SCORED, STARVED, eval_rows
 
 TOL = 1e-9
 N_BOOT = 10_000
@@ -157,11 +159,12 @@ def resolve_targets(metrics: pd.DataFrame, target: str | float | None = None, ba
 
 
 def per_run_table(metrics: pd.DataFrame, targets: dict, runs: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One row per run with evaluations: identity, status, rtt (inf if censored, nan if no
-    target), final val/acc (last eval) and final cumulative_rollouts (last line)."""
+    """One row per run with evaluations: identity, status, stop_reason (a starved run's), rtt (inf if
+    censored, nan if no target), final val/acc (last eval) and final cumulative_rollouts (last line)."""
     rows = []
     evals = eval_rows(metrics)
     status = dict(zip(runs["path"], runs["status"])) if runs is not None and len(runs) else {}
+    reasons = dict(zip(runs["path"], runs["stop_reason"])) if runs is not None and "stop_reason" in runs else {}
     for path, lines in metrics.groupby("path", sort=True):
         run_evals = evals[evals["path"] == path]
         if run_evals.empty:
@@ -172,10 +175,10 @@ def per_run_table(metrics: pd.DataFrame, targets: dict, runs: pd.DataFrame | Non
         last_eval = run_evals.sort_values("step").iloc[-1]
         rows.append({"path": path, "run_id": first["run_id"], "model": first["model"],
                      "data": first["data"], "method": first["method"], "seed": first["seed"],
-                     "status": status.get(path, "unfinished"), "rtt": rtt,
+                     "status": status.get(path, "unfinished"), "stop_reason": reasons.get(path), "rtt": rtt,
                      "final_val_acc": float(last_eval[ACC]),
                      "final_cumulative_rollouts": float(lines["cumulative_rollouts"].iloc[-1])})
-    columns = ["path", "run_id", "model", "data", "method", "seed", "status", "rtt",
+    columns = ["path", "run_id", "model", "data", "method", "seed", "status", "stop_reason", "rtt",
                "final_val_acc", "final_cumulative_rollouts"]
     return pd.DataFrame(rows, columns=columns)
 
@@ -215,7 +218,8 @@ def method_record(group_runs: pd.DataFrame, method: str, target: float | None,
     first = mine.iloc[0]
     record = {"model": first["model"], "data": first["data"], "method": method, "target": target,
               "seeds": int(len(mine)), "seed_values": [_count(s) for s in mine["seed"]],
-              "unfinished": int((mine["status"] != "finished").sum())}
+              "unfinished": int((~mine["status"].isin(SCORED)).sum()),
+              "starved": int((mine["status"] == STARVED).sum())}
     if target is None:
         record.update(reached=None, rollouts_to_target=None, rtt_ci_low=None, rtt_ci_high=None)
     else:

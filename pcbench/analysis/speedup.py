@@ -19,8 +19,9 @@ that differ ("synthetic-arith [data.train_size=1000]"), and a warning saying how
 --format json prints a list of objects with keys: model, data, method, target, seeds, reached,
 rollouts_to_target, rtt_ci_low, rtt_ci_high, speedup_vs_grpo(_ci_low/_ci_high),
 speedup_vs_dapo(_ci_low/_ci_high), final_val_acc, cumulative_rollouts (median over seeds of
-each run's last line), plus seed_values and unfinished (seeds without summary.json status
-"finished"). Numbers that are censored or not computable are null, never a number.
+each run's last line), plus seed_values, unfinished (seeds neither finished, by summary.json's
+status, nor starved) and starved (seeds whose allocator starved, stopped.json: scored up to the
+stop, docs/method.md#rollouts-to-target). Numbers that are censored or not computable are null, never a number.
 Warnings go to stderr, each naming its file. Exit status: 0 ok, 2 no runs found or bad arguments.
 Also `python -m pcbench.analysis.speedup` or `pcbench-speedup` from any folder once pcbench is installed.
 """

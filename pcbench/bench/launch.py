@@ -71,6 +71,14 @@ def is_finished(folder: Path) -> bool:
     return RunDir(folder, resumed=True).finished()
 
 
+def is_scored(folder: Path) -> bool:
+    """Finished, or stopped because its allocator starved (a result, censored from its last evaluation:
+    pcbench.analysis.runs.read_stop); a crashed or running folder is not scored."""
+    from pcbench.analysis.runs import read_stop
+
+    return is_finished(folder) or read_stop(folder)[0] is not None
+
+
 def _die_with_parent() -> None:
     """Linux: the kernel sends this worker SIGTERM when the bench process exits, however it
     exits. Without it a `kill` of the bench left both workers training as orphans."""
@@ -100,7 +108,7 @@ def _warm_imports() -> None:
 def _work(job: Job, log_path: str) -> dict:
     """Worker: train one job, its output going to its log file; never raises."""
     t0 = time.perf_counter()
-    status, error = "finished", None
+    status, error, reason = "finished", None, None
     with open(log_path, "a") as log, redirect_stdout(log), redirect_stderr(log):
         print(f"$ {job.command()}", flush=True)
         try:
@@ -112,8 +120,10 @@ def _work(job: Job, log_path: str) -> dict:
             execute(cfg)
         except (Exception, SystemExit) as e:  # a failed run is a result to report, not a reason to stop the rest
             traceback.print_exc()
-            status, error = "failed", f"{type(e).__name__}: {e}".splitlines()[0][:300]
-    return {"method": job.method, "seed": job.seed, "status": status, "error": error,
+            # a starved allocator (AllocationError.stop_reason) is a result the report counts as censored
+            reason = getattr(e, "stop_reason", None)
+            status, error = "starved" if reason else "failed", f"{type(e).__name__}: {e}".splitlines()[0][:300]
+    return {"method": job.method, "seed": job.seed, "status": status, "error": error, "reason": reason,
             "seconds": round(time.perf_counter() - t0, 1), "log": log_path, "command": job.command()}
 
 

@@ -5,7 +5,8 @@ the parts each session runs and the pre-registered paper-matched criteria). Per 
 DAPO and Pilot-Commit train on their seeds and GRPO on a disjoint seed set for the A/A; then
 
 1. every job of the selected cells is composed and checked before anything trains;
-2. unfinished jobs train (2 workers x 1 thread; finished folders are skipped, unfinished resume);
+2. unfinished jobs train (2 workers x 1 thread; finished folders are skipped, unfinished resume; a
+   run stopped because its allocator starved is a result, scored and not retrained);
 3. each selected cell's run folders become rows of two tidy frames, merged into the committed
    `regime_map_curves.csv` and `regime_map_regime.csv` (rows of other cells are kept), so the
    report always covers every part run so far;
@@ -28,7 +29,7 @@ import yaml
 
 from pcbench.analysis.map_report import merge, tidy_cell, write_outputs
 from pcbench.analysis.warmstart_note import warmstart_digests
-from pcbench.bench.launch import CONF_DIR, Job, is_finished, launch, run_folder
+from pcbench.bench.launch import CONF_DIR, Job, is_scored, launch, run_folder
 from pcbench.config import ConfigError
 
 GRID = CONF_DIR / "bench" / "regime_map.yaml"
@@ -115,7 +116,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runs", type=Path, default=Path("results/bench_runs"), help="paths.results of the run folders")
     p.add_argument("--n-boot", type=int, default=10_000, help="bootstrap resamples")
     p.add_argument("--score-only", action="store_true", help="train nothing; rebuild the report from the CSVs "
-                   "(and from the selected cells' finished folders, when present)")
+                   "(and from the selected cells' finished or starved folders, when present)")
 
 
 def main(args, argv: list[str]) -> int:
@@ -125,18 +126,19 @@ def main(args, argv: list[str]) -> int:
     chosen = select(grid, args.cells, args.part)
     plans = {c.name: cell_jobs(grid, c, args.runs) for c in chosen}
     folders = {j: run_folder(j) for main, aa in plans.values() for j in main + aa}  # ConfigError before training
-    unfinished = [j for j in folders if not is_finished(folders[j])]
+    # a starved run is a result: resuming it would replay the same steps into the same stop
+    unfinished = [j for j in folders if not is_scored(folders[j])]
     todo = [] if args.score_only else unfinished
-    print(f"regime map: {len(chosen)} cell(s), {len(folders)} runs, {len(folders) - len(unfinished)} finished, "
-          f"{len(todo)} to train on {args.jobs} worker(s)", flush=True)
+    print(f"regime map: {len(chosen)} cell(s), {len(folders)} runs, {len(folders) - len(unfinished)} finished "
+          f"(or starved), {len(todo)} to train on {args.jobs} worker(s)", flush=True)
     results = launch(todo, args.jobs, args.runs / "regime_map_logs")
     args.out.mkdir(parents=True, exist_ok=True)
     curves_path, regime_path = args.out / "regime_map_curves.csv", args.out / "regime_map_regime.csv"
-    def finished(jobs: list[Job]) -> list[str]:  # a truncated curve would count as censored: finished runs only
-        return [str(folders[j]) for j in jobs if is_finished(folders[j])]
+    def scored(jobs: list[Job]) -> list[str]:  # a crash's truncated curve would count as censored: never scored
+        return [str(folders[j]) for j in jobs if is_scored(folders[j])]
 
     # analysis reads each cell's folders into tidy rows; the merged CSVs are all the report is computed from
-    fresh = [tidy_cell(c.name, dict(c.levels), finished(plans[c.name][0]), finished(plans[c.name][1])) for c in chosen]
+    fresh = [tidy_cell(c.name, dict(c.levels), scored(plans[c.name][0]), scored(plans[c.name][1])) for c in chosen]
     fresh = [f for f in fresh if f is not None]
     pools_path = args.out / "regime_map_pools.csv"
     done = {f[2] for f in fresh}
@@ -145,7 +147,7 @@ def main(args, argv: list[str]) -> int:
     pools = merge(pools_path, [f[3] for f in fresh], done)
     for frame, path in ((curves, curves_path), (regime, regime_path), (pools, pools_path)):
         frame.to_csv(path, index=False)
-    digests = warmstart_digests([f for c in chosen for f in finished(plans[c.name][0]) + finished(plans[c.name][1])])
+    digests = warmstart_digests([f for c in chosen for f in scored(plans[c.name][0]) + scored(plans[c.name][1])])
     report = write_outputs(grid, {c.name: dict(c.levels) for c in cells(grid)}, curves, regime, pools, args,
                            {**provenance(argv), "warmstart_digests": digests} if results else provenance(argv), results)
     print(f"wrote {args.out / 'regime_map.md'}, .json, {curves_path.name}, {regime_path.name}")

@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 
 from pcbench.analysis.bench_md import sample_efficiency_md
-from pcbench.bench.launch import Job, compose_cfg, is_finished, launch, plan, run_folder
+from pcbench.bench.launch import Job, compose_cfg, is_scored, launch, plan, run_folder
 from pcbench.bench.provenance import provenance
 from pcbench.rundir import atomic_write_json, atomic_write_text
 
@@ -95,7 +95,8 @@ def main(args, argv: list[str]) -> int:
     # each A/A seed right after a main seed, so a benchmark stopped early has both halves of the A/A
     rounds = max(args.seeds, base, args.aa_seeds)
     order = [j for s in range(rounds) for j in [x for x in jobs if x.seed == s] + aa_jobs[s:s + 1]]
-    todo = [] if args.score_only else [j for j in order if not is_finished(folders[j])]
+    # a starved run is a result (scored, censored from its last evaluation): resuming it replays the same stop
+    todo = [] if args.score_only else [j for j in order if not is_scored(folders[j])]
     print(f"{len(jobs) + len(aa_jobs)} runs ({len(aa_jobs)} of them the A/A), {len(jobs) + len(aa_jobs) - len(todo)} "
           f"already finished, {len(todo)} to train "
           f"on {args.jobs} worker(s); logs in {home / 'logs'}", flush=True)
@@ -114,10 +115,11 @@ def main(args, argv: list[str]) -> int:
         from pcbench.analysis.warmstart_note import warmstart_digests
 
         meta["warmstart_digests"] = warmstart_digests(present + aa_present)
+    from pcbench.analysis.runs import failed_runs
     from pcbench.analysis.sample_efficiency import score_benchmark  # pandas, matplotlib: only when scoring
     parts = {"provenance": meta, "setup": setup(jobs, args, home),
              **score_benchmark(present, aa_present, args.out, args.n_boot),
-             "failures": [r for r in results if r["status"] != "finished"], "runs": results,
+             "failures": failed_runs(results), "runs": results,
              "aa_seeds": [j.seed for j in aa_jobs]}
     report = {k: parts[k] for k in REPORT_KEYS if k in parts}
     atomic_write_json(args.out / "sample_efficiency.json", report)

@@ -94,3 +94,23 @@ def test_dapo_counts_generated_rollouts_even_when_everything_is_filtered(paper_c
     with pytest.raises(AllocationError, match="10 sampling rounds"):
         run.sample(1, backend)
     assert run.ledger.cumulative == 10 * 24 * 4  # 10 rounds x 3 x 8 candidates x n=4
+
+
+def test_a_starved_allocation_step_is_recorded_in_the_run_folder(paper_cfg, tmp_path):
+    """verl runs the allocator in its own process: the step itself writes stopped.json (the entry sees
+    only an exit code), so the analysis scores the run as censored instead of dropping it."""
+    import json
+
+    from pcbench.allocators import AllocationError
+    from pcbench.rundir import STOPPED, RunDir
+
+    v = build_verl_config(paper_cfg("dapo", "train.batch_size=8", "train.mini_batch_size=2", "rollout.n=4"), None)
+    kv, folder = InMemoryKV(), RunDir(tmp_path, resumed=False)
+    folder.append_metrics({"step": 0, "cumulative_rollouts": 0, "val/acc": 0.1})
+    run = AllocationRun(method_config(v.pcbench.method), 8, 0, 6000, kv, folder)
+    backend = VerlRolloutBackend(ListDataset(6000), FakeAgentLoopManager(kv, lambda i: 1.0), kv, lambda: 1,
+                                 poll_interval_s=0.0)
+    with pytest.raises(AllocationError):
+        run.sample(1, backend)
+    stop = json.loads((tmp_path / STOPPED).read_text())
+    assert (stop["reason"], stop["step"]) == ("round_bound", 0) and "10 sampling rounds" in stop["error"]

@@ -22,7 +22,7 @@ from pcbench.backends.verl.batch import collect_garbage, held_keys, to_training_
 from pcbench.config import MethodConfig
 from pcbench.ledger import RolloutLedger
 from pcbench.rundir import RunDir
-from pcbench.runs import step_row
+from pcbench.runs import record_stop, step_row
 from pcbench.stream import PromptStream
 
 
@@ -53,7 +53,12 @@ class AllocationRun:
         """Run the allocator for `step`; every rollout it asks for goes through AllocContext.generate."""
         recorder = _Recorder(backend)
         before = getattr(backend, "generated", 0)
-        batch = self.allocator.next_batch(AllocContext(self.stream, recorder, self.ledger, step))
+        try:
+            batch = self.allocator.next_batch(AllocContext(self.stream, recorder, self.ledger, step))
+        except Exception as e:  # in verl's process: the entry only sees its exit code
+            if self.rundir is not None:
+                record_stop(self.rundir, e)
+            raise
         self.live |= recorder.keys
         self._trained = {k for g in batch.groups for p in g.parts for k in p.payload.keys}
         self._stats = {**batch.stats, "alloc/retried_groups": getattr(backend, "retried", 0)}
