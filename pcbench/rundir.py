@@ -144,7 +144,19 @@ def record_failure(cfg: DictConfig, what: str) -> str:
     where = f"after step {rows[-1]['step']} of {cfg.train.steps}" if rows else "before the first step"
     tail = "rerun the same command to resume from the last checkpoint" if (folder / "config.yaml").exists() \
         else "no run folder was written"
+    if _stopped_at(folder) == (rows[-1]["step"] if rows else None) and (folder / STOPPED).exists():
+        # a resume would replay the same steps into the same stop (the run is deterministic)
+        tail = (f"the allocator starved ({STOPPED}): the analysis scores this run as censored from its last "
+                "evaluation; widen the band or raise method.max_rounds to train further")
     return f"{what} ({where}); {'traceback in ' + str(log) if log else 'traceback above'}; {tail}"
+
+
+def _stopped_at(folder: Path):
+    """The step stopped.json names (None when absent or unreadable)."""
+    try:
+        return json.loads((folder / STOPPED).read_text()).get("step")
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def atomic_write_text(path: Path, text: str) -> None:

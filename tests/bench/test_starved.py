@@ -74,6 +74,20 @@ def test_the_round_bound_is_recorded_and_a_crash_is_not(tmp_path):
     assert [is_scored(p) for p in (starved, crashed, pool)] == [True, False, True]
 
 
+def test_the_one_line_says_a_starved_run_is_scored_and_a_crash_is_resumable(tmp_path):
+    from pcbench.rundir import record_failure
+
+    lines = {}
+    for seed, error in ((0, AllocationError("only 3/8 kept")), (1, RuntimeError("worker exploded"))):
+        train(tmp_path, "pilot_commit", seed, {2: 0.3}, upto=2, error=error)
+        try:
+            raise error
+        except type(error):
+            lines[seed] = record_failure(cfg(tmp_path, "pilot_commit", seed), str(error))
+    assert "after step 2 of 4" in lines[0] and "allocator starved" in lines[0] and "rerun" not in lines[0]
+    assert "rerun the same command to resume" in lines[1] and "starved" not in lines[1]
+
+
 @pytest.mark.parametrize("error, status", [(AllocationError("dapo: only 3/8 kept after 10 rounds"), "starved"),
                                            (RuntimeError("boom"), "failed")])
 def test_a_bench_job_that_starves_is_a_result_and_a_crash_a_failure(tmp_path, monkeypatch, error, status):
