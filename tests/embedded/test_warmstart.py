@@ -57,3 +57,30 @@ def test_the_exact_probe_stops_at_the_first_check_at_or_above_the_rate(tmp_path)
     assert stop["measure"] == "exact" and stop["prompts"] == 128
     assert stop["reached_at"] == report["sft_steps"] < 400 and report["sft_steps"] % 10 == 0
     assert stop["trace"][-1][1] >= 0.01 > max((acc for _, acc in stop["trace"][:-1]), default=0.0)
+
+
+def test_the_top_up_brings_the_tier_back_to_the_rate_after_consolidation(tmp_path):
+    # consolidating on add11 alone at a large step knocks add22 below the stop's rate; the top-up
+    # (mixed SFT, exact probe every step) stops at the first step back at or above it
+    stages = ["model.warmstart.consolidate.steps=20", "model.warmstart.consolidate.tiers=[add11]",
+              "model.warmstart.consolidate.lr=3e-3", "model.warmstart.consolidate.batch_size=16",
+              "model.warmstart.top_up.steps=300", "model.warmstart.top_up.lr=1e-3"]
+    report = warm_start(tmp_path, *SMALL, "model.warmstart.steps=400", "model.warmstart.stop_tier=add22",
+                        "model.warmstart.stop_measure=exact", "model.warmstart.probe_prompts=128",
+                        "model.warmstart.stop_pass_rate=0.01", "model.warmstart.check_every=10", *stages)
+    stop, sft, cons, up = report["stop"], report["sft_steps"], report["consolidation_steps"], report["top_up_steps"]
+    assert cons == 20 and 1 <= up < 300 and stop["top_up_measure"] == "exact"  # 30 steps here
+    after = [(step, acc) for step, acc in stop["trace"] if step >= sft + cons]
+    assert after[0][0] == sft + cons and after[0][1] < 0.01  # consolidation left it below the rate
+    assert [s for s, _ in after] == list(range(sft + cons, sft + cons + up + 1))  # read every step
+    # the first read at or above the rate ends it (the trace is rounded to 4 digits: 0.00996 reads 0.01)
+    assert stop["reached_at"] == sft + cons + up and after[-1][1] >= 0.01 >= max(a for _, a in after[:-1])
+
+
+def test_no_top_up_when_nothing_ran_after_the_stop(tmp_path):
+    report = warm_start(tmp_path, *SMALL, "model.warmstart.steps=400", "model.warmstart.stop_tier=add22",
+                        "model.warmstart.stop_measure=exact", "model.warmstart.probe_prompts=128",
+                        "model.warmstart.stop_pass_rate=0.01", "model.warmstart.check_every=10",
+                        "model.warmstart.top_up.steps=300")
+    assert report["consolidation_steps"] == 0 and report["top_up_steps"] == 0
+    assert report["stop"]["reached_at"] == report["sft_steps"] and "top_up_measure" not in report["stop"]
