@@ -30,9 +30,13 @@ def _row(r: dict) -> str:
     pool = r["pool"]
     tiers = " / ".join(f"{pool[t]['mean']:.3f}" for t in TIERS if t in pool)
     a = pool["all"]
-    return (f"| {r['design']} | {r['seed']} | {r['capability']} ({r['machine']['capability']}) | {r['sft_steps']:,} | "
+    return (f"| {r['design']} | {r['seed']} | {r['capability']} ({r['machine']['capability']}) | {_steps_cell(r)} | "
             f"`{r['digest'][:8]}` | {tiers} | {a['solved']:.0%} | {a['near_solved']:.0%} | {a['band']:.0%} | "
-            f"{a['hard']:.0%} | {a['never']:.0%} | {r['val']['all']['mean']:.3f} |")
+            f"{a['hard']:.0%} | {a['never']:.0%} | {_in_band(pool, 'add33')} | {r['val']['all']['mean']:.3f} |")
+
+
+def _in_band(pool: dict, tier: str) -> str:
+    return f"{pool[tier]['band']:.0%}" if tier in pool else "-"
 
 
 def _steps(r: dict) -> int:
@@ -77,6 +81,6 @@ def write_report(rows: list[dict], meta: dict, out: Path) -> None:
              "## Spread", "", *[_spread(rows, d) for d in dict.fromkeys(r["design"] for r in rows)], "",
              "## Every warm start", "",
              "| design | SFT order | capability (seen) | SFT steps | digest | pool add22 / add33 / add44 | solved | "
-             "near | band | hard | never | val (exact) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|", *[_row(r) for r in rows], ""]
+             "near | band | hard | never | add33 in band | val (exact) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|", *[_row(r) for r in rows], ""]
     (out / "warmstart_spread.md").write_text("\n".join(lines))

@@ -61,7 +61,8 @@ def current(cache: Path) -> dict:
         grpo = grpo_first_steps(cache, Path(tmp))
     return {"machine": {k: v for k, v in numerics.describe().items() if k != "threads"},
             "warmstart": {"digest": ws["digest"], "sft_steps": ws["sft_steps"],
-                          "consolidation_steps": ws.get("consolidation_steps", 0), "per_tier": ws["per_tier"]},
+                          "consolidation_steps": ws.get("consolidation_steps", 0),
+                          "top_up_steps": ws.get("top_up_steps", 0), "per_tier": ws["per_tier"]},
             "grpo_first_steps": {"steps": GRPO_STEPS, "digest": grpo}}
 
 
