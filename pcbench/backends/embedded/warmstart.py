@@ -73,6 +73,8 @@ def load_or_train(cfg, task: SyntheticTask, tok: CharTokenizer, log=print):
             cons = ws.get("consolidate") or {}
             if int(cons.get("steps", 0) or 0):
                 until += f", then {int(cons.steps):,} consolidation steps on {', '.join(cons.tiers)}"
+                if int((ws.get("top_up") or {}).get("steps", 0) or 0) and ws.get("stop_tier"):
+                    until += f", then back to {ws.stop_tier} at {float(ws.stop_pass_rate):.0%}"
             log(f"warm start: training {num_parameters(model):,}-parameter model for up to "
                 f"{ws.steps} SFT steps{until} (cached as {weights})")
             report = train_warm_start(model, task, tok, cfg, log)
@@ -83,9 +85,18 @@ def load_or_train(cfg, task: SyntheticTask, tok: CharTokenizer, log=print):
     model.load_state_dict(torch.load(weights, weights_only=True))
     report = {**json.loads(report_path.read_text()), "digest": weights_digest(model),
               **pool_report(model, task, tok, cfg, cache)}
-    log(f"warm start ({report.get('sft_steps', '?')} SFT steps) pass-rate histogram over training prompts: "
+    log(f"warm start ({_stages(report)}) pass-rate histogram over training prompts: "
         + ", ".join(f"{k} {v:.0%}" for k, v in report["histogram"].items()))
     return model, report
+
+
+def _stages(report: dict) -> str:
+    """'1,240 SFT steps' or '1,240 SFT + 2,000 consolidation + 9 top-up steps'."""
+    parts = [(report.get("sft_steps"), "SFT"), (report.get("consolidation_steps"), "consolidation"),
+             (report.get("top_up_steps"), "top-up")]
+    if not any(n for n, _ in parts[1:]):
+        return f"{report.get('sft_steps', '?'):,} SFT steps" if isinstance(report.get("sft_steps"), int) else "? SFT steps"
+    return " + ".join(f"{n:,} {what}" for n, what in parts if n is not None) + " steps"
 
 
 def train_warm_start(model, task: SyntheticTask, tok: CharTokenizer, cfg, log=print) -> dict:
