@@ -66,18 +66,18 @@ def _spread(rows: list[dict], design: str) -> str:
 
 def write_report(rows: list[dict], meta: dict, out: Path) -> None:
     (out / "warmstart_spread.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1, default=str))
-    lines = ["# Warm-start spread: the regime under float noise, before and after consolidation + top-up", "",
+    lines = ["# Warm-start spread: the regime under float noise, with and without consolidation + top-up", "",
              f"`{meta['command']}` at {meta['commit'][:7]}, {meta['date_utc']} UTC, {meta['wall_s']:.0f} s "
              f"({meta['jobs']} at once, {meta['cpus']} CPUs, load at start {meta['loadavg_start']}); "
              f"machine: {rows[0].get('machine', {}).get('cpu', '?')}, torch {meta['torch']}."
              + (f" Note: {meta['note']}." if meta.get("note") else ""), "",
              "Exact pass rates at the RL sampling settings (T 1.0, top_p 1.0) on the 2,000 pool prompts; classes: "
              "solved p >= 0.99, near-solved [0.75, 0.99), band [0.125, 0.75), hard (0, 0.125), never ~0. "
-             "`before`: the warm start until 2026-12-04 (SFT on the mix until a sampled 64 x 8 probe every 20 steps "
-             "finds add33 at 0.4, then nothing); `default`: conf/model/tiny.yaml's today (the same stop, then 2,000 "
-             "consolidation steps on add11, add21, add22, add32 with lr 3e-4 -> 0, then mixed SFT at lr 3e-5 until an "
-             "exact probe reads add33 at 0.4 again; 'SFT steps' counts all three stages). Rows with a capability other "
-             "than pinned ran with PCBENCH_NUMERICS=native.", "",
+             "`default`: conf/model/tiny.yaml's warm start (SFT on the mix until a sampled 64 x 8 probe every 20 steps "
+             "finds add33 at 0.4); `three_stage`: the same stop, then 2,000 consolidation steps on add11, add21, add22, "
+             "add32 with lr 3e-4 -> 0, then mixed SFT at lr 3e-5 until an exact probe reads add33 at 0.4 again "
+             "(model.warmstart.consolidate.steps=2000; 'SFT steps' shows the three stages). Rows with a capability "
+             "other than pinned ran with PCBENCH_NUMERICS=native.", "",
              "## Spread", "", *[_spread(rows, d) for d in dict.fromkeys(r["design"] for r in rows)], "",
              "## Every warm start", "",
              "| design | SFT order | capability (seen) | SFT steps | digest | pool add22 / add33 / add44 | solved | "

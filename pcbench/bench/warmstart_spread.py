@@ -1,12 +1,12 @@
 """How far float noise moves the warm start's regime: several warm starts that differ only in
 something that should not matter, each scored on the default pool.
 
-    python -m pcbench.bench warmstart_spread                  # 5 SFT orders x {before, default} + capabilities
+    python -m pcbench.bench warmstart_spread                  # 5 SFT orders x {default, three_stage} + capabilities
     python -m pcbench.bench warmstart_spread --jobs 16 --out results/bench
 
 A variant is (design, SFT data order `model.warmstart.seed`, ATen CPU capability). `default` is
-conf/model/tiny.yaml's warm start (the competence stop, consolidation, the top-up); `before` is the
-warm start until 2026-12-04: the competence stop alone (no consolidation, no top-up). Each warm start trains
+conf/model/tiny.yaml's warm start (the competence stop alone); `three_stage` adds 2,000 consolidation
+steps on the tiers meant to be solved and the top-up back to the stop's level. Each warm start trains
 from scratch in its own process, one thread, no cache, and is scored with exact pass rates at the
 RL sampling settings (T 1.0, top_p 1.0) on every pool and validation prompt: per tier mean, and
 the pool card's classes: solved (p >= 0.99), near-solved [0.75, 0.99), band [0.125, 0.75),
@@ -24,8 +24,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-# the design the default replaced on 2026-12-04 (conf/model/tiny.yaml): the competence stop alone
-BEFORE = ["model.warmstart.consolidate.steps=0", "model.warmstart.top_up.steps=0"]
+# the opt-in design the study compares with the default (conf/model/tiny.yaml: the competence stop alone)
+THREE_STAGE = ["model.warmstart.consolidate.steps=2000"]
 
 def one(overrides: list[str]) -> dict:
     """Train one warm start from scratch under `overrides` (this process), score it, -> its record."""
@@ -96,7 +96,7 @@ def main(argv=None) -> int:
     from pcbench.analysis.warmstart_spread import write_report
 
     caps = [c for c in a.capabilities.split(",") if c]
-    designs = {"before": BEFORE, "default": []}
+    designs = {"default": [], "three_stage": THREE_STAGE}
     for d in a.design:
         name, _, ovr = d.partition("=")
         designs[name] = [o for o in ovr.split(",") if o]

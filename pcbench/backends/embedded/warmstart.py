@@ -180,7 +180,9 @@ def consolidate(model, task: SyntheticTask, tok: CharTokenizer, ws) -> int:
     Why: the stop lands at add33's abrupt transition, and where on the way the other tiers are
     then depends on float noise (two CPUs: 1,240 vs 2,220 SFT steps, p=1 on 7% vs 19% of the
     pool). Training the tiers meant to be solved to convergence with a vanishing step makes them
-    solved (p >= 0.99 at T 1.0) whatever the stop step, and moves the band tier little.
+    solved (p >= 0.99 at T 1.0) whatever the stop step, but moves the band tier, mostly down
+    (add33 0.37-0.47 -> 0.11-0.41 over 5 SFT orders): top_up brings it back. Off by default
+    (conf/model/tiny.yaml says why; results/bench/warmstart_spread.md measures it).
     """
     c = ws.get("consolidate") or {}
     steps = int(c.get("steps", 0) or 0)
