@@ -25,6 +25,9 @@ class TokenBatch:
     def rows(self, idx: torch.Tensor) -> "TokenBatch":
         return TokenBatch(self.ids[idx], self.attn[idx], self.pos[idx], self.resp_mask[idx], self.prompt_len)
 
+    def log_probs(self, model) -> torch.Tensor:
+        return response_log_probs(model, self)
+
 
 def build_token_batch(prompts: list[list[int]], responses: list[list[int]], pad_id: int) -> TokenBatch:
     N, Lp, T = len(prompts), max(map(len, prompts)), max(map(len, responses))
@@ -48,10 +51,11 @@ def response_log_probs(model, b: TokenBatch) -> torch.Tensor:
     return lp * b.resp_mask
 
 
-def ppo_update(model, optimizer, scheduler, b: TokenBatch, scores: torch.Tensor, group: np.ndarray,
+def ppo_update(model, optimizer, scheduler, b, scores: torch.Tensor, group: np.ndarray,
                mini_batches: list[np.ndarray], train_cfg, rollout_n: int) -> dict[str, float]:
     """One training step: GRPO advantages over the whole batch, one optimizer step per mini-batch.
 
+    b: a TokenBatch or a prefix.SharedBatch (what the trainer passes: each prompt run once),
     scores (N,) +1/-1, group (N,) GRPO group id per row, mini_batches: row index arrays.
     """
     cfg = rl.actor_config(float(train_cfg.clip_ratio_low), float(train_cfg.clip_ratio_high),
@@ -59,12 +63,12 @@ def ppo_update(model, optimizer, scheduler, b: TokenBatch, scores: torch.Tensor,
     adv = rl.grpo_advantages(scores, group, b.resp_mask)  # (N, T)
     model.eval()  # no dropout in this model; eval() keeps old and new log-probs comparable
     with torch.no_grad():
-        old = response_log_probs(model, b)  # (N, T): the policy that generated (on-policy)
+        old = b.log_probs(model)  # (N, T): the policy that generated (on-policy)
     sums: dict[str, float] = {}
     for rows in mini_batches:
         idx = torch.as_tensor(rows, dtype=torch.long)
         mb = b.rows(idx)
-        loss, metrics = rl.policy_loss(old[idx], response_log_probs(model, mb), adv[idx], mb.resp_mask, cfg)
+        loss, metrics = rl.policy_loss(old[idx], mb.log_probs(model), adv[idx], mb.resp_mask, cfg)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), float(train_cfg.grad_clip))

@@ -47,20 +47,41 @@ def sample(model, prompts: list[list[int]], *, max_new_tokens: int, temperature:
     return out
 
 
-def _sample_chunk(model, prompts, max_new_tokens, temperature, top_p, eos_id, pad_id, generator):
-    ids, prompt_mask = left_pad(prompts, pad_id)  # (B, L)
-    B, L = ids.shape
-    pos = (prompt_mask.cumsum(-1) - 1).clamp(min=0)  # (B, L)
-    # the attention mask of every decode step is a prefix view of one (B, L + T) tensor: the same
-    # values the step-by-step torch.cat built, without a copy per step
-    full_mask = torch.ones((B, L + max_new_tokens), dtype=prompt_mask.dtype)
-    full_mask[:, :L] = prompt_mask
+def unique_rows(prompts: list[list[int]]) -> tuple[list[list[int]], torch.Tensor]:
+    """-> the distinct prompts in first-seen order, and (B,) each row's index among them."""
+    first: dict[tuple[int, ...], int] = {}
+    index = [first.setdefault(tuple(p), len(first)) for p in prompts]
+    return [list(p) for p in first], torch.tensor(index, dtype=torch.long)
+
+
+def _prefill(model, prompts, pad_id, max_new_tokens):
+    """Run the prompts once per distinct prompt, then give every row its prompt's cache.
+
+    A group's rollouts share one prompt (32 rows of 16 prompts in a GRPO step), and the prefill
+    is about half a sampling call's arithmetic; each prompt's keys, values and last logits do
+    not depend on the other rows, so computing them once per prompt and copying them out gives
+    the rows the same numbers (tests/embedded/test_sampler.py checks this bit for bit)."""
+    uniq, row = unique_rows(prompts)
+    ids, prompt_mask = left_pad(uniq, pad_id)  # (U, L): the same L as padding all rows
+    L = ids.shape[1]
+    pos = (prompt_mask.cumsum(-1) - 1).clamp(min=0)  # (U, L)
     cache = DynamicCache()
-    logits = model(input_ids=ids, attention_mask=full_mask[:, :L], position_ids=pos, past_key_values=cache,
-                   use_cache=True).logits[:, -1]  # (B, V)
+    logits = model(input_ids=ids, attention_mask=prompt_mask, position_ids=pos, past_key_values=cache,
+                   use_cache=True).logits[:, -1]  # (U, V)
+    if len(uniq) < len(prompts):
+        cache.batch_select_indices(row)
+        logits, prompt_mask, pos = logits[row], prompt_mask[row], pos[row]
+    # the attention mask of every decode step is a prefix view of one (B, L + T) tensor
+    full_mask = torch.ones((len(prompts), L + max_new_tokens), dtype=prompt_mask.dtype)
+    full_mask[:, :L] = prompt_mask
+    return cache, logits, full_mask, pos[:, -1] + 1, L
+
+
+def _sample_chunk(model, prompts, max_new_tokens, temperature, top_p, eos_id, pad_id, generator):
+    cache, logits, full_mask, next_pos, L = _prefill(model, prompts, pad_id, max_new_tokens)  # logits (B, V)
+    B = len(prompts)
     done = torch.zeros(B, dtype=torch.bool)
     tokens = torch.full((B, max_new_tokens), pad_id, dtype=torch.long)  # (B, T)
-    next_pos = pos[:, -1] + 1  # (B,)
     for t in range(max_new_tokens):
         probs = torch.softmax(top_p_filter(logits / temperature, top_p), dim=-1)
         nxt = torch.multinomial(probs, 1, generator=generator).squeeze(-1)  # (B,)

@@ -19,7 +19,8 @@ from pcbench.allocators import AllocContext, StepBatch, build_allocator
 from pcbench.backends.embedded import checkpoint
 from pcbench.backends.embedded.evaluate import evaluate
 from pcbench.backends.embedded.generation import EmbeddedRollouts
-from pcbench.backends.embedded.policy import build_token_batch, ppo_update
+from pcbench.backends.embedded.policy import ppo_update
+from pcbench.backends.embedded.prefix import build_shared_batch
 from pcbench.backends.embedded.task import SyntheticTask
 from pcbench.backends.embedded.tokenizer import CharTokenizer
 from pcbench.backends.embedded.warmstart import load_or_train
@@ -102,7 +103,7 @@ class EmbeddedRun:
         group = np.asarray(group)
         per_mb = int(self.cfg.train.mini_batch_size)
         mbs = [np.flatnonzero((group >= s) & (group < s + per_mb)) for s in range(0, len(batch.groups), per_mb)]
-        tb = build_token_batch(prompts, responses, self.tok.pad_id)
+        tb = build_shared_batch(prompts, responses, self.tok.pad_id)  # each prompt run once per step
         return ppo_update(self.model, self.optimizer, self.scheduler, tb, torch.tensor(np.concatenate(scores)),
                           group, mbs, self.cfg.train, int(self.cfg.method.n))
 

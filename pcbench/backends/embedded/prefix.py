@@ -1,0 +1,118 @@
+"""Teacher-forced log-probs of a GRPO batch with each prompt run once, not once per rollout.
+
+A training batch is G prompts x n responses (16 x 32 in a GRPO step). In a causal model a
+prompt's hidden states do not depend on the response after it, so the n rows of a group need
+the prompt's keys and values once: the prompt pass runs on (G, Lp) and the response pass on
+(N, T-1), where the padded layout of policy.build_token_batch runs every layer on (N, Lp + T).
+On the default task (Lp up to 11, T up to 10 tokens) that is about 2.5x less arithmetic for
+the same log-probs, and the arithmetic is all of the update's cost on CPU (docs/measurements.md).
+
+The forward is the same computation as transformers' Qwen2 eager path, op for op: the keys
+a response token attends to are its prompt's keys followed by the response's own, laid out
+as in the padded batch, under the same additive mask. Its values are bit-identical to the
+padded forward's (tests/embedded/test_prefix.py). The backward is not: the gradient of a
+prompt token is summed over its group's rows before it reaches the weights, a different
+order of the same float sums, so a training run's numbers move at rounding level
+(docs/numerics.md records what this changed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from transformers.models.qwen2.modeling_qwen2 import apply_rotary_pos_emb, eager_attention_forward
+
+from pcbench.backends.embedded.sampler import left_pad, unique_rows
+
+
+@dataclass
+class SharedBatch:
+    prompt_ids: torch.Tensor  # (G, Lp) left-padded distinct prompts
+    prompt_attn: torch.Tensor  # (G, Lp)
+    row: torch.Tensor  # (N,) each row's prompt index into the G prompts
+    resp_ids: torch.Tensor  # (N, T) right-padded responses
+    resp_mask: torch.Tensor  # (N, T)
+
+    def rows(self, idx: torch.Tensor) -> "SharedBatch":
+        """The rows idx (and only the prompts they use): a mini-batch of whole groups."""
+        used, row = torch.unique(self.row[idx], return_inverse=True)
+        return SharedBatch(self.prompt_ids[used], self.prompt_attn[used], row, self.resp_ids[idx], self.resp_mask[idx])
+
+    def log_probs(self, model) -> torch.Tensor:
+        return response_log_probs(model, self)
+
+
+def build_shared_batch(prompts: list[list[int]], responses: list[list[int]], pad_id: int) -> SharedBatch:
+    """One row per (prompt, response); equal prompts are stored once."""
+    uniq, row = unique_rows(prompts)
+    prompt_ids, prompt_attn = left_pad(uniq, pad_id)
+    N, T = len(responses), max(map(len, responses))
+    resp_ids = torch.full((N, T), pad_id, dtype=torch.long)
+    resp_mask = torch.zeros((N, T), dtype=torch.long)
+    for i, r in enumerate(responses):
+        resp_ids[i, :len(r)] = torch.tensor(r)
+        resp_mask[i, :len(r)] = 1
+    return SharedBatch(prompt_ids, prompt_attn, row, resp_ids, resp_mask)
+
+
+def _additive_mask(key_valid: torch.Tensor, q_len: int, dtype) -> torch.Tensor:
+    """key_valid (B, S) with the queries at the last q_len key positions -> (B, 1, q_len, S),
+    0 where a query may attend (key valid and not in its future), the dtype's minimum elsewhere:
+    transformers' eager mask."""
+    S = key_valid.shape[1]
+    causal = torch.arange(S)[None, :] <= torch.arange(S - q_len, S)[:, None]  # (q_len, S)
+    allowed = causal[None] & key_valid.bool()[:, None, :]  # (B, q_len, S)
+    zero, low = torch.tensor(0.0, dtype=dtype), torch.tensor(torch.finfo(dtype).min, dtype=dtype)
+    return torch.where(allowed, zero, low)[:, None]
+
+
+def _layer(layer, h, cos, sin, mask, past=None):
+    """One decoder layer on h (B, L, H); past: (keys, values) (B, kv_heads, S, d) to put before
+    this call's own. -> new h, and this call's (keys, values) after rotary."""
+    attn = layer.self_attn
+    x = layer.input_layernorm(h)
+    shape = (*x.shape[:-1], -1, attn.head_dim)
+    q = attn.q_proj(x).view(shape).transpose(1, 2)  # (B, heads, L, d)
+    k = attn.k_proj(x).view(shape).transpose(1, 2)  # (B, kv_heads, L, d)
+    v = attn.v_proj(x).view(shape).transpose(1, 2)
+    q, k = apply_rotary_pos_emb(q, k, cos, sin)
+    own = (k, v)
+    if past is not None:
+        k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)
+    out, _ = eager_attention_forward(attn, q, k, v, mask, scaling=attn.scaling)
+    h = h + attn.o_proj(out.reshape(*x.shape[:-1], -1).contiguous())
+    h = h + layer.mlp(layer.post_attention_layernorm(h))
+    return h, own
+
+
+def response_log_probs(model, b: SharedBatch) -> torch.Tensor:
+    """-> (N, T) log pi(response token | prompt, earlier response tokens); zeros where masked."""
+    core = model.model
+    N, T = b.resp_ids.shape
+    # prompt pass: (G, Lp), positions from the mask as in the padded batch
+    p_pos = (b.prompt_attn.cumsum(-1) - 1).clamp(min=0)  # (G, Lp)
+    h = core.embed_tokens(b.prompt_ids)
+    cos, sin = core.rotary_emb(h, p_pos)
+    mask = _additive_mask(b.prompt_attn, b.prompt_ids.shape[1], h.dtype)
+    kv = []
+    for layer in core.layers:
+        h, own = _layer(layer, h, cos, sin, mask)
+        kv.append(own)
+    first = model.lm_head(core.norm(h[:, -1]))[b.row]  # (N, V): predicts response token 0
+    if T > 1:
+        # response pass: tokens 0..T-2 of each row predict tokens 1..T-1
+        x = b.resp_ids[:, :-1]  # (N, T-1)
+        r_attn = b.resp_mask[:, :-1]
+        pos = (p_pos[:, -1] + 1)[b.row, None] + torch.arange(T - 1)[None]  # (N, T-1)
+        h = core.embed_tokens(x)
+        cos, sin = core.rotary_emb(h, pos)
+        mask = _additive_mask(torch.cat([b.prompt_attn[b.row], r_attn], dim=1), T - 1, h.dtype)
+        for layer, (pk, pv) in zip(core.layers, kv):
+            h, _ = _layer(layer, h, cos, sin, mask, past=(pk[b.row], pv[b.row]))
+        rest = model.lm_head(core.norm(h))  # (N, T-1, V)
+        logits = torch.cat([first[:, None], rest], dim=1)
+    else:
+        logits = first[:, None]
+    lp = torch.log_softmax(logits.float(), dim=-1).gather(-1, b.resp_ids[..., None]).squeeze(-1)
+    return lp * b.resp_mask
