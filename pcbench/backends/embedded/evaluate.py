@@ -41,24 +41,40 @@ def pass_rates(model, tok, problems, cfg, k: int, gen: torch.Generator) -> np.nd
 
 
 @torch.inference_mode()
-def exact_pass_rates(model, tok, problems, temperature: float, top_p: float, chunk: int = 1024) -> np.ndarray:
+def exact_pass_rates(model, tok, problems, temperature: float, top_p: float, chunk: int = 1024,
+                     by_length: bool = False) -> np.ndarray:
     """-> (N,) probability that one sample at (temperature, top_p) is exactly each problem's gold
-    response (solution + EOS): one teacher-forced forward pass, no sampling."""
-    out = []
-    for start in range(0, len(problems), chunk):
-        part = problems[start:start + chunk]
-        b = build_token_batch([[tok.bos_id] + tok.encode(p.prompt) for p in part],
-                              [tok.encode(p.solution) + [tok.eos_id] for p in part], tok.pad_id)
-        logits = model(input_ids=b.ids, attention_mask=b.attn, position_ids=b.pos).logits  # (N, L, V)
-        T = b.resp_mask.shape[1]
-        pred = logits[:, b.prompt_len - 1:b.prompt_len - 1 + T].float() / temperature  # (N, T, V)
-        N, _, V = pred.shape
-        kept = top_p_filter(pred.reshape(N * T, V), top_p).reshape(N, T, V)  # what the sampler may draw
-        target = b.ids[:, b.prompt_len:b.prompt_len + T]  # (N, T)
-        lp = torch.log_softmax(kept, dim=-1).gather(-1, target[..., None]).squeeze(-1)  # (N, T), -inf if cut
-        lp = torch.where(b.resp_mask.bool(), lp, torch.zeros_like(lp))
-        out.append(lp.sum(-1).exp().double().numpy())
-    return np.concatenate(out) if out else np.zeros(0)
+    response (solution + EOS): one teacher-forced forward pass, no sampling.
+
+    by_length: run the problems in batches of one (prompt length, response length) each, so no
+    row carries padding (a quarter of a mixed batch's tokens on the default task); the same
+    probabilities to rounding (tests/embedded/test_exact_eval.py), not the same bits."""
+    prompts = [[tok.bos_id] + tok.encode(p.prompt) for p in problems]
+    golds = [tok.encode(p.solution) + [tok.eos_id] for p in problems]
+    if by_length:
+        shapes: dict[tuple[int, int], list[int]] = {}
+        for i, (p, g) in enumerate(zip(prompts, golds)):
+            shapes.setdefault((len(p), len(g)), []).append(i)
+        parts = [rows[s:s + chunk] for _, rows in sorted(shapes.items()) for s in range(0, len(rows), chunk)]
+    else:
+        parts = [list(range(s, min(s + chunk, len(problems)))) for s in range(0, len(problems), chunk)]
+    out = np.zeros(len(problems))
+    for rows in parts:
+        b = build_token_batch([prompts[i] for i in rows], [golds[i] for i in rows], tok.pad_id)
+        out[rows] = _gold_log_prob(model, b, temperature, top_p).exp().double().numpy()
+    return out
+
+
+def _gold_log_prob(model, b, temperature: float, top_p: float) -> torch.Tensor:
+    """-> (N,) log-probability of each row's response under the top-p-truncated sampler."""
+    logits = model(input_ids=b.ids, attention_mask=b.attn, position_ids=b.pos).logits  # (N, L, V)
+    T = b.resp_mask.shape[1]
+    pred = logits[:, b.prompt_len - 1:b.prompt_len - 1 + T].float() / temperature  # (N, T, V)
+    N, _, V = pred.shape
+    kept = top_p_filter(pred.reshape(N * T, V), top_p).reshape(N, T, V)  # what the sampler may draw
+    target = b.ids[:, b.prompt_len:b.prompt_len + T]  # (N, T)
+    lp = torch.log_softmax(kept, dim=-1).gather(-1, target[..., None]).squeeze(-1)  # (N, T), -inf if cut
+    return torch.where(b.resp_mask.bool(), lp, torch.zeros_like(lp)).sum(-1)
 
 
 def summarize(rates: np.ndarray, k: int) -> dict[str, float]:
@@ -79,7 +95,7 @@ def evaluate(model, tok, task, cfg, step: int, cross_check: bool = False) -> dic
     k = int(cfg.data.val_samples)
     exact = cfg.data.get("val_mode", "sampled") == "exact"
     temp, top_p = float(cfg.train.val_temperature), float(cfg.train.val_top_p)
-    rates = exact_pass_rates(model, tok, task.val, temp, top_p) if exact else pass_rates(model, tok, task.val, cfg, k, gen)
+    rates = exact_pass_rates(model, tok, task.val, temp, top_p, by_length=True) if exact else pass_rates(model, tok, task.val, cfg, k, gen)
     out = {f"val/{key}": v for key, v in summarize(rates, k).items()}
     if exact:
         out["val/acc_se"] = 0.0  # the same weights give the same number: no measurement noise
@@ -91,6 +107,6 @@ def evaluate(model, tok, task, cfg, step: int, cross_check: bool = False) -> dic
         out[f"val/{tier}/acc"] = float(rates[tiers == tier].mean())
     k_ood = int(cfg.data.get("ood_samples", k))  # OOD sets are watched, not scored: fewer samples
     for name, problems in task.ood.items():
-        ood = exact_pass_rates(model, tok, problems, temp, top_p) if exact else pass_rates(model, tok, problems, cfg, k_ood, gen)
+        ood = exact_pass_rates(model, tok, problems, temp, top_p, by_length=True) if exact else pass_rates(model, tok, problems, cfg, k_ood, gen)
         out[f"ood/{name}/acc"] = float(ood.mean())
     return out

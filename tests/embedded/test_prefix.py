@@ -1,0 +1,114 @@
+"""Each prompt runs once per step: the sampler's shared prefill gives the rows exactly the
+numbers a per-row prefill gives, and the update's shared-prompt log-probs are the padded
+batch's log-probs (to rounding) with the same gradient (to rounding)."""
+
+import random
+
+import numpy as np
+
+import torch
+from omegaconf import OmegaConf
+from transformers import DynamicCache
+
+from pcbench.backends.embedded import policy, prefix
+from pcbench.backends.embedded.model import build_model
+from pcbench.backends.embedded.sampler import _prefill, left_pad, unique_rows
+from pcbench.backends.embedded.tokenizer import CharTokenizer
+
+MODEL = OmegaConf.create(dict(hidden_size=64, intermediate_size=128, num_layers=2, num_heads=4, num_kv_heads=2,
+                              max_position=64, init_seed=0))
+
+
+def _model():
+    tok = CharTokenizer()
+    model = build_model(MODEL, tok, seed=0).eval()
+    with torch.no_grad():  # sharper distributions than the init's: differences would show
+        for p in model.parameters():
+            p.mul_(3)
+    return tok, model
+
+
+def _groups(tok, n_prompts=6, n=8, seed=0):
+    """n rows per prompt, prompts of different lengths (left padding), shuffled rows, and
+    responses of different lengths ending in EOS (right padding)."""
+    rng = random.Random(seed)
+    uniq = [[tok.bos_id] + [rng.randrange(3, tok.vocab_size) for _ in range(rng.randrange(3, 11))]
+            for _ in range(n_prompts)]
+    prompts = [u for u in uniq for _ in range(n)]
+    rng.shuffle(prompts)
+    responses = [[rng.randrange(3, tok.vocab_size) for _ in range(rng.randrange(0, 9))] + [tok.eos_id]
+                 for _ in prompts]
+    return prompts, responses
+
+
+def test_unique_rows_keeps_first_seen_order():
+    uniq, row = unique_rows([[1, 5], [1, 6, 7], [1, 5], [1, 6, 7], [1, 9]])
+    assert uniq == [[1, 5], [1, 6, 7], [1, 9]] and row.tolist() == [0, 1, 0, 1, 2]
+
+
+@torch.inference_mode()
+def test_shared_prefill_is_bit_identical_to_a_per_row_prefill():
+    """What keeps sampled rollouts (and the warm start's probe) the same numbers as before."""
+    tok, model = _model()
+    prompts, _ = _groups(tok)
+    ids, mask = left_pad(prompts, tok.pad_id)
+    pos = (mask.cumsum(-1) - 1).clamp(min=0)
+    cache = DynamicCache()
+    want = model(input_ids=ids, attention_mask=mask, position_ids=pos, past_key_values=cache, use_cache=True).logits[:, -1]
+    got_cache, got, full_mask, next_pos, L = _prefill(model, prompts, tok.pad_id, max_new_tokens=4)
+    assert torch.equal(got, want)
+    for a, b in zip(cache.layers, got_cache.layers):
+        assert torch.equal(a.keys, b.keys) and torch.equal(a.values, b.values)
+    assert torch.equal(full_mask[:, :L], mask) and bool((full_mask[:, L:] == 1).all())
+    assert torch.equal(next_pos, pos[:, -1] + 1)
+
+
+def test_shared_prompt_log_probs_and_gradient_match_the_padded_batch():
+    tok, model = _model()
+    prompts, responses = _groups(tok)
+    padded = policy.build_token_batch(prompts, responses, tok.pad_id)
+    shared = prefix.build_shared_batch(prompts, responses, tok.pad_id)
+    assert shared.prompt_ids.shape[0] == 6 and torch.equal(shared.resp_mask, padded.resp_mask)
+    with torch.no_grad():
+        want, got = padded.log_probs(model), shared.log_probs(model)
+    assert want.shape == got.shape
+    assert torch.allclose(got, want, rtol=0, atol=1e-5), (got - want).abs().max()
+    assert bool((got[shared.resp_mask == 0] == 0).all())
+
+    idx = torch.tensor([i for i, p in enumerate(prompts) if p in (prompts[0], prompts[1])])  # a mini-batch of groups
+    grads = []
+    for batch in (padded.rows(idx), shared.rows(idx)):
+        model.zero_grad(set_to_none=True)
+        batch.log_probs(model).sum().backward()
+        grads.append(torch.cat([p.grad.flatten() for p in model.parameters()]))
+    assert shared.rows(idx).prompt_ids.shape[0] == len({tuple(prompts[i]) for i in idx.tolist()})
+    assert float((grads[0] - grads[1]).norm() / grads[0].norm()) < 1e-5
+
+
+def test_shared_prompt_log_probs_of_one_token_responses():
+    """Responses that are EOS alone: only the prompt pass's last position predicts them."""
+    tok, model = _model()
+    prompts = [[tok.bos_id, 5, 6], [tok.bos_id, 7, 8, 9]] * 3
+    responses = [[tok.eos_id]] * 6
+    with torch.no_grad():
+        want = policy.build_token_batch(prompts, responses, tok.pad_id).log_probs(model)
+        got = prefix.build_shared_batch(prompts, responses, tok.pad_id).log_probs(model)
+    assert got.shape == (6, 1) and torch.allclose(got, want, rtol=0, atol=1e-5)
+
+
+def test_exact_evaluation_by_length_is_the_padded_evaluation_in_the_same_order():
+    """evaluate() runs the exact pass rates in batches of one (prompt, response) length: no padding,
+    the same probabilities (to rounding), each at its problem's index."""
+    from pcbench.backends.embedded.evaluate import exact_pass_rates
+    from pcbench.backends.embedded.task import Problem
+
+    tok, model = _model()
+    rng = random.Random(1)
+    probs = []
+    for pid in range(40):
+        a, b = rng.randrange(1, 10 ** rng.randrange(1, 4)), rng.randrange(1, 10 ** rng.randrange(1, 4))
+        probs.append(Problem(pid, f"{a}+{b}=", str(a + b)[::-1], "mixed"))
+    padded = exact_pass_rates(model, tok, probs, 1.0, 1.0)  # top_p 1: no gold token cut, every rate > 0
+    by_length = exact_pass_rates(model, tok, probs, 1.0, 1.0, by_length=True, chunk=7)
+    assert len({(len(p.prompt), len(p.solution)) for p in probs}) > 3  # several batches, some chunked
+    assert padded.min() > 0 and np.allclose(by_length, padded, rtol=1e-4, atol=0)
