@@ -211,7 +211,7 @@ PHASES = ("startup", "generation", "reward", "update", "evaluation", "allocator"
 
 def profile_md(report: dict) -> str:
     meta = report["provenance"]
-    lines = ["# Embedded engine profile", "",
+    lines = ["# Embedded engine profile", "", *([report["note"], ""] if report.get("note") else []),
              f"`{meta['command']}` at commit `{meta['commit'][:10]}`"
              f"{' (dirty: ' + ', '.join(meta['dirty_files']) + ')' if meta['dirty_files'] else ''}, "
              f"{meta['date_utc']} UTC; {meta['cpu']}, {meta['cpus']} CPUs, torch {meta['torch']}, "

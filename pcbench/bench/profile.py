@@ -40,6 +40,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=Path("results/bench"))
     p.add_argument("--name", default="profile", help="output stem: <out>/<name>.{md,json}")
+    p.add_argument("--note", default="", help="a sentence printed under the title (what this profile is compared with)")
     p.add_argument("-o", "--override", action="append", default=[], metavar="KEY=VALUE",
                    help="Hydra override added to every job, e.g. -o paths.cache=/shared/cache")
 
@@ -166,7 +167,7 @@ def main(args, argv: list[str]) -> int:
             print(f"{method} n={n}: {job['total_wall']:.1f} s wall, "
                   + ", ".join(f"{p} {job['wall'][p]:.1f}" for p in PHASES), flush=True)
     meta["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
-    report = {"provenance": meta, "steps": args.steps, "seed": args.seed, "overrides": args.override, "jobs": jobs}
+    report = {"provenance": meta, "note": args.note, "steps": args.steps, "seed": args.seed, "overrides": args.override, "jobs": jobs}
     atomic_write_json(args.out / f"{args.name}.json", report)
     atomic_write_text(args.out / f"{args.name}.md", render(report))
     print(f"wrote {args.out / args.name}.md and .json")
