@@ -50,8 +50,8 @@ def labelled_card(rates, tiers, measure: str, temperature: float, top_p: float) 
 
 
 def card_caption(card: dict) -> str:
-    """'exact pass rates at T 1.0, top_p 1.0' for a labelled_card."""
-    return f"{card['measure']} pass rates at T {card['temperature']:g}, top_p {card['top_p']:g}"
+    """'pass rates: exact, at T 1, top_p 1' (or 'sampled, k=8, ...') for a labelled_card."""
+    return f"pass rates: {card['measure']}, at T {card['temperature']:g}, top_p {card['top_p']:g}"
 
 
 def card_rows(tiers: dict) -> tuple[list[str], list[list[str]]]:
