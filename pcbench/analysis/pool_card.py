@@ -55,9 +55,9 @@ def card_caption(card: dict) -> str:
 
 
 def card_rows(tiers: dict) -> tuple[list[str], list[list[str]]]:
-    """(column names, one row of cells per tier then the pool) of pool_card's result."""
+    """(column names, one row of cells per tier by name, then the pool) of pool_card's result."""
     cols = ["tier", "n", "mean", *(name.replace("_", "-") for name, *_ in CLASSES)]
-    order = [t for t in tiers if t != POOL] + ([POOL] if POOL in tiers else [])
+    order = sorted(t for t in tiers if t != POOL) + ([POOL] if POOL in tiers else [])  # JSON may sort "all" first
     rows = [["pool" if t == POOL else t, str(tiers[t]["n"]), f"{tiers[t]['mean']:.3f}",
              *(f"{100 * tiers[t][name]:.1f}%" for name, *_ in CLASSES)] for t in order]
     return cols, rows
