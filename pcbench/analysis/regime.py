@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pcbench.analysis.pool_card import CLASS_NOTE, card_caption, card_md
+from pcbench.analysis.pool_card import CLASS_NOTE, card_caption, card_md as pool_card_table
 from pcbench.analysis.runs import ACC
 from pcbench.ledger import PASS_BINS
 
@@ -197,7 +197,7 @@ def pool_cards_md(pools: dict[str, dict]) -> list[str]:
     out = ["", "## The pool card after the warm start (share of prompts per pass-rate class)", "",
            f"Classes: {CLASS_NOTE}."]
     for name, card in cards.items():
-        out += ["", f"{name}: {card_caption(card)}", "", *card_md(card["tiers"])]
+        out += ["", f"{name}: {card_caption(card)}", "", *pool_card_table(card["tiers"])]
     return out
 
 
