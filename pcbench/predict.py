@@ -142,9 +142,9 @@ def probe(cfg, prompts: int, k: int, seed: int, checkpoint: Path | None, progres
     """(sampled pass rates of the probed prompts, facts about the probe, their pool card)."""
     import torch
 
+    from pcbench.backends.embedded.evaluate import exact_pass_rates
     from pcbench.backends.embedded.task import SyntheticTask
     from pcbench.backends.embedded.tokenizer import CharTokenizer
-    from pcbench.backends.embedded.evaluate import exact_pass_rates
     from pcbench.backends.embedded.warmstart import cache_key, load_or_train, pass_rates
 
     torch.set_num_threads(int(cfg.train.get("threads", 1) or 1))
