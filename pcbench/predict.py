@@ -12,7 +12,10 @@ samples --prompts prompts of the RL pool and draws k rollouts of each at the RL 
 rates (pcbench.analysis.predictor.prerun, the count law of docs/method.md#the-informative-group-law)
 it prints per method and pilot size: GRPO's zero-variance share (all-correct / all-wrong),
 Pilot-Commit's in-band share and sampling rounds per step, DAPO's rounds, rollouts per step, the
-predicted rollouts-to-target ratio to GRPO with a range, and the recommended allocator.
+predicted rollouts-to-target ratio to GRPO with a range, and the recommended allocator. Before
+them, the probed prompts' pool card (pcbench.analysis.pool_card): per tier, the share solved /
+near-solved / band / hard / never, by exact pass rate at the RL settings on the embedded backend
+(one forward pass per prompt), by the k sampled rollouts on verl (labelled "sampled, k=...").
 
 Pilot-Commit's rounds use the probe's in-band share times the band's supply over a run, and the
 ratio is the law's times the factor the committed regime map measured (results/bench/prerun.json:
@@ -37,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pcbench.analysis.pool_card import CLASS_NOTE, card_caption, card_md, card_text, labelled_card
 from pcbench.analysis.predictor import PRERUN_CALIBRATION, PRERUN_ERROR, PRERUN_SUPPLY, Setup, prerun
 
 N_BOOT = 200
@@ -134,10 +138,11 @@ def verl_probe(cfg, probs, tok, k: int, seed: int, timeout_s: float = 1200) -> n
     return np.array(rates)
 
 
-def probe(cfg, prompts: int, k: int, seed: int, checkpoint: Path | None, progress: bool) -> tuple[np.ndarray, dict]:
-    """(pass rates of the probed prompts, facts about the probe)."""
+def probe(cfg, prompts: int, k: int, seed: int, checkpoint: Path | None, progress: bool) -> tuple[np.ndarray, dict, dict]:
+    """(sampled pass rates of the probed prompts, facts about the probe, their pool card)."""
     import torch
 
+    from pcbench.backends.embedded.evaluate import exact_pass_rates
     from pcbench.backends.embedded.task import SyntheticTask
     from pcbench.backends.embedded.tokenizer import CharTokenizer
     from pcbench.backends.embedded.warmstart import cache_key, load_or_train, pass_rates
@@ -158,6 +163,7 @@ def probe(cfg, prompts: int, k: int, seed: int, checkpoint: Path | None, progres
     if missing:
         raise InputError(f"the pool has {missing} prompt(s) without an answer: a probe needs a verifiable answer per prompt")
     facts = {}
+    T, P = float(cfg.train.temperature), float(cfg.train.top_p)
     if verl and checkpoint is not None:
         raise InputError("--checkpoint: the verl probe reads model.path (model=embedded-verl exports the warm start there)")
     if verl:
@@ -167,7 +173,10 @@ def probe(cfg, prompts: int, k: int, seed: int, checkpoint: Path | None, progres
             print(f"pcbench-predict: probing {len(probs)} prompts x {k} rollouts through vLLM (its engine starts in "
                   "a minute or two on a CPU)", file=sys.stderr)
         rates = verl_probe(cfg, probs, tok, k, seed)
-        return rates, {"checkpoint": f"vLLM on {cfg.model.path}", "prompts": len(probs), "pool": len(pool), "k": k}
+        # no exact rates through vLLM: the card counts the k-rollout rates, noise and all (a prompt at
+        # p = 0.9 reads 1.0, "solved", in 43% of 8-rollout probes)
+        card = labelled_card(rates, [p.tier for p in probs], f"sampled, k={k}", T, P)
+        return rates, {"checkpoint": f"vLLM on {cfg.model.path}", "prompts": len(probs), "pool": len(pool), "k": k}, card
     if checkpoint is not None:
         from pcbench.backends.embedded.model import build_model
 
@@ -199,7 +208,8 @@ def probe(cfg, prompts: int, k: int, seed: int, checkpoint: Path | None, progres
         bar.update(len(chunk))
     bar.close()
     facts.update(prompts=len(probs), pool=len(pool), k=k)
-    return np.concatenate(rates), facts
+    card = labelled_card(exact_pass_rates(model, tok, probs, T, P), [p.tier for p in probs], "exact", T, P)
+    return np.concatenate(rates), facts, card
 
 
 def predict(rates: np.ndarray, setup: Setup, pilots: list[int], seed: int = 0, n_boot: int = N_BOOT) -> dict:
@@ -270,12 +280,16 @@ def render(rep: dict, fmt: str) -> str:
             f"run in-band = probe x {PRERUN_SUPPLY:.2f} (the band's supply over a run, as measured on the committed regime "
             "map); predicted = the count law's ratio x the factor measured there; range: bootstrap over probed prompts "
             "x the map's smallest..largest measured/predicted (results/bench/prerun.md)")
+    card = rep.get("card")
+    card_head = f"pool card of the probed prompts ({card_caption(card)}): {CLASS_NOTE}" if card else ""
     if fmt == "md":
         t = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)] + ["| " + " | ".join(x) + " |" for x in lines]
-        return "\n".join([f"# pcbench-predict", "", head, "", setup, "", *t, "", f"**{rec}**", "", note])
+        pool = [card_head, "", *card_md(card["tiers"]), ""] if card else []
+        return "\n".join([f"# pcbench-predict", "", head, "", setup, "", *pool, *t, "", f"**{rec}**", "", note])
     w = [max(len(c), *(len(x[i]) for x in lines)) for i, c in enumerate(cols)]
     fmt_row = lambda x: "  ".join(v.ljust(w[i]) for i, v in enumerate(x)).rstrip()  # noqa: E731
-    return "\n".join([head, setup, "", fmt_row(cols), *(fmt_row(x) for x in lines), "", rec, note])
+    pool = ["", card_head, *card_text(card["tiers"])] if card else []
+    return "\n".join([head, setup, *pool, "", fmt_row(cols), *(fmt_row(x) for x in lines), "", rec, note])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -297,12 +311,13 @@ def main(argv: list[str] | None = None) -> int:
         bad = [x for x in pilots if not 2 <= x < n]
         if bad:
             raise InputError(f"--pilots {bad}: a pilot needs 2 <= size < rollout.n={n}")
-        rates, facts = probe(cfg, args.prompts, k, args.seed, args.checkpoint, progress=not args.no_progress)
+        rates, facts, card = probe(cfg, args.prompts, k, args.seed, args.checkpoint, progress=not args.no_progress)
     except InputError as e:
         print(f"pcbench-predict: {e}", file=sys.stderr)
         return 2
     rep = predict(rates, Setup(n=n, batch=int(cfg.train.batch_size)), pilots, seed=args.seed)
     rep["facts"] = {**facts, "seconds": time.time() - t0}
+    rep["card"] = card
     print(render(rep, args.format))
     return 0
 

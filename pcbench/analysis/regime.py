@@ -10,7 +10,10 @@ and reports, per method:
   (`alloc/sampled/<kind>/*`: GRPO's and DAPO's plain groups, Pilot-Commit's pilots);
 - the pass-rate histogram of sampled groups over the first and the last steps;
 - accuracy per validation set (`val/<set>/acc`) at the first and the last evaluation;
-- how many prompts were once sampled all-wrong (PC: deferred) and later got a correct rollout.
+- how many prompts were once sampled all-wrong (PC: deferred) and later got a correct rollout;
+- the pool after the warm start (embedded runs' summary.json): its pass-rate histogram and its
+  pool card, per tier the share of prompts solved / near-solved / band / hard / never by exact
+  pass rate at the RL settings (pcbench.analysis.pool_card).
 It writes regime.csv (one row per run and step) and regime_card.md, and checks the issue's
 regime targets on GRPO's runs (printed; they are facts about the data, not pass/fail of code).
 
@@ -27,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from pcbench.analysis.pool_card import CLASS_NOTE, card_caption, card_md as pool_card_table
 from pcbench.analysis.runs import ACC
 from pcbench.ledger import PASS_BINS
 
@@ -166,7 +170,8 @@ def warm_start_pools(runs: pd.DataFrame | None) -> dict[str, dict]:
             continue
         if "histogram" in ws:
             out[run["data"]] = {"histogram": ws["histogram"], "per_tier": ws.get("per_tier", {}),
-                                "in_band": ws.get("in_band"), "n": ws.get("n_rollouts")}
+                                "in_band": ws.get("in_band"), "n": ws.get("n_rollouts"),
+                                "card": ws.get("card")}  # None in runs from before the pool card
     return out
 
 
@@ -180,6 +185,19 @@ def pools_md(pools: dict[str, dict]) -> list[str]:
         tiers = ", ".join(f"{t} {_pct(v)}" for t, v in p["per_tier"].items())
         out.append(f"| {name} | {p['n'] or '-'} | " + " | ".join(_pct(p["histogram"].get(k)) for k in labels)
                    + f" | {_pct(p['in_band'])} | {tiers} |")
+    return out + pool_cards_md(pools)
+
+
+def pool_cards_md(pools: dict[str, dict]) -> list[str]:
+    """The pool card per data setup (the histogram's prompts, by their exact pass rates), for the
+    pools whose warm-start report has one (embedded runs since the card; verl runs log none)."""
+    cards = {name: p["card"] for name, p in pools.items() if p.get("card")}
+    if not cards:
+        return []
+    out = ["", "## The pool card after the warm start (share of prompts per pass-rate class)", "",
+           f"Classes: {CLASS_NOTE}."]
+    for name, card in cards.items():
+        out += ["", f"{name}: {card_caption(card)}", "", *pool_card_table(card["tiers"])]
     return out
 
 

@@ -1,27 +1,14 @@
-"""The warm start's regime under float noise (pcbench.bench.warmstart_spread runs it): the pool
-card of one warm start, and warmstart_spread.{md,json} over several (pure functions)."""
+"""The warm start's regime under float noise (pcbench.bench.warmstart_spread runs it):
+warmstart_spread.{md,json} over the pool cards (pcbench.analysis.pool_card) of several warm starts."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from pcbench.analysis.pool_card import CLASS_NOTE, CLASSES, pool_card  # noqa: F401 (CLASSES, pool_card: moved there)
+
 TIERS = ("add22", "add33", "add44")
-CLASSES = (("solved", 0.99, 1.01), ("near_solved", 0.75, 0.99), ("band", 0.125, 0.75),
-           ("hard", 1e-6, 0.125), ("never", -1.0, 1e-6))
-
-
-def pool_card(rates, tiers) -> dict:
-    """Per tier: mean exact pass rate and the share of prompts in each class. rates: (N,), tiers: (N,)."""
-    import numpy as np
-
-    rates, tiers = np.asarray(rates, dtype=float), np.asarray(tiers)
-    out = {}
-    for t in ["all", *sorted(set(tiers.tolist()))]:
-        r = rates if t == "all" else rates[tiers == t]
-        out[t] = {"n": int(r.size), "mean": round(float(r.mean()), 4),
-                  **{name: round(float(np.mean((r >= lo) & (r < hi))), 4) for name, lo, hi in CLASSES}}
-    return out
 
 
 def _row(r: dict) -> str:
@@ -72,7 +59,7 @@ def write_report(rows: list[dict], meta: dict, out: Path) -> None:
              f"machine: {rows[0].get('machine', {}).get('cpu', '?')}, torch {meta['torch']}."
              + (f" Note: {meta['note']}." if meta.get("note") else ""), "",
              "Exact pass rates at the RL sampling settings (T 1.0, top_p 1.0) on the 2,000 pool prompts; classes: "
-             "solved p >= 0.99, near-solved [0.75, 0.99), band [0.125, 0.75), hard (0, 0.125), never ~0. "
+             f"{CLASS_NOTE}. "
              "`default`: conf/model/tiny.yaml's warm start (SFT on the mix until a sampled 64 x 8 probe every 20 steps "
              "finds add33 at 0.4); `three_stage`: the same stop, then 2,000 consolidation steps on add11, add21, add22, "
              "add32 with lr 3e-4 -> 0, then mixed SFT at lr 3e-5 until an exact probe reads add33 at 0.4 again "

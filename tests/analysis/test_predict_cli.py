@@ -1,4 +1,5 @@
-"""pcbench.predict: bad input is one line and exit 2; the report from a known probe; one real probe."""
+"""pcbench.predict: bad input is one line and exit 2; the report from a known probe; one real probe;
+the pool card of the probed prompts in every format (exact on embedded, labelled sampled on verl)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,12 @@ from pcbench import predict
 from pcbench.analysis.predictor import Setup
 
 REPO = Path(__file__).resolve().parents[2]
+# a tiny embedded setup whose warm start trains in seconds (tests/embedded/test_exact_eval.py's SMALL,
+# with every tier of data=synthetic and 100 SFT steps: the card's numbers do not matter here)
+TINY = ["model.hidden_size=64", "model.intermediate_size=128", "model.warmstart.stop_tier=null",
+        "model.warmstart.steps=100", "model.warmstart.consolidate.steps=0", "data.train_size=240", "data.val_size=48",
+        "data.sft_size=1000", "rollout.n=8", "data.ood_size=8"]
+CARD_HEAD = ["tier", "n", "mean", "solved", "near-solved", "band", "hard", "never"]
 
 
 @pytest.mark.parametrize("argv, says", [
@@ -44,6 +51,31 @@ def test_report_from_a_known_probe():
     assert json.loads(predict.render(rep, "json"))["rows"][0]["method"] == "grpo"
 
 
+def test_every_format_shows_the_exact_pool_card_of_the_probed_prompts(tmp_path, capsys):
+    argv = [*TINY, f"paths.cache={tmp_path}", "--prompts", "32", "--k", "4", "--pilots", "2,4", "--no-progress"]
+    assert predict.main(argv) == 0  # trains the tiny warm start once, then probes 32 prompts
+    lines = capsys.readouterr().out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("pool card of the probed prompts"))
+    assert "(pass rates: exact, at T 1, top_p 1)" in lines[at] and lines[at + 1].split() == CARD_HEAD
+    rows = [line.split() for line in lines[at + 2:at + 6]]
+    assert [r[0] for r in rows] == ["add22", "add33", "add44", "pool"] and rows[-1][1] == "32"
+    assert predict.main(argv + ["--format", "md"]) == 0
+    assert "| " + " | ".join(CARD_HEAD) + " |" in capsys.readouterr().out
+    assert predict.main(argv + ["--format", "json"]) == 0
+    card = json.loads(capsys.readouterr().out)["card"]
+    assert card["measure"] == "exact" and card["tiers"]["all"]["n"] == 32
+    assert sum(card["tiers"][t]["n"] for t in ("add22", "add33", "add44")) == 32
+
+
+def test_the_verl_probe_card_is_labelled_sampled(monkeypatch):
+    """No exact rates through vLLM: the card counts the k sampled rollouts and says so."""
+    cfg = predict._compose(["backend=verl", "model=embedded-verl", "data=embedded-verl"])
+    monkeypatch.setattr(predict, "verl_probe", lambda cfg, probs, tok, k, seed: np.linspace(0, 1, len(probs)))
+    rates, facts, card = predict.probe(cfg, 16, 4, seed=0, checkpoint=None, progress=False)
+    assert card["measure"] == "sampled, k=4" and card["tiers"]["all"]["n"] == facts["prompts"] == 16
+    assert card["tiers"]["all"]["mean"] == pytest.approx(rates.mean(), abs=1e-4)
+
+
 @pytest.mark.slow
 def test_embedded_default_probe_when_the_warm_start_is_cached(capsys):
     from pcbench.backends.embedded.warmstart import cache_key
@@ -67,4 +99,5 @@ def test_verl_probe_through_vllm_on_embedded_verl(capsys):
     assert code == 0
     rep = json.loads(capsys.readouterr().out)  # stdout holds the report only (the export's messages go to stderr)
     assert rep["facts"]["checkpoint"].startswith("vLLM on") and rep["facts"]["k"] == 8
+    assert rep["card"]["measure"] == "sampled, k=8" and rep["card"]["tiers"]["all"]["n"] == 16
     assert 0.0 <= rep["probe"]["mean_pass_rate"] <= 1.0

@@ -113,6 +113,28 @@ def test_regime_card_from_run_folders(folders, capsys):
     assert "Regime targets (GRPO)" in capsys.readouterr().out
 
 
+def test_regime_card_shows_the_pool_card_of_the_warm_start_report(folders, capsys):
+    """An embedded run's summary.json holds the warm-start report (details.warmstart); with a "card"
+    the regime card prints it per tier, without one (runs from before it) it prints none."""
+    from pcbench.analysis.pool_card import labelled_card
+
+    runs = sorted((folders / "runs").iterdir())
+    ws = {"histogram": {"p=0": 0.5, "p=1": 0.5}, "per_tier": {"add22": 1.0, "add44": 0.0}, "in_band": 0.0, "n_rollouts": 8}
+    for run in runs:
+        (run / "summary.json").write_text(json.dumps({"status": "finished", "details": {"warmstart": ws}}))
+    assert bench_main(["regime", str(folders / "runs")]) == 0
+    assert "pool card" not in capsys.readouterr().out
+    card = labelled_card([1.0, 1.0, 0.0, 0.3], ["add22", "add22", "add44", "add44"], "exact", 1.0, 1.0)
+    for run in runs:
+        (run / "summary.json").write_text(json.dumps({"status": "finished", "details": {"warmstart": {**ws, "card": card}}}))
+    assert bench_main(["regime", str(folders / "runs")]) == 0
+    out = capsys.readouterr().out
+    assert "## The pool card after the warm start" in out and "d: pass rates: exact, at T 1, top_p 1" in out
+    assert "| tier | n | mean | solved | near-solved | band | hard | never |" in out
+    assert "| add44 | 2 | 0.150 | 0.0% | 0.0% | 50.0% | 0.0% | 50.0% |" in out
+    assert "| pool | 4 | 0.575 | 50.0% | 0.0% | 25.0% | 0.0% | 25.0% |" in out
+
+
 def test_regime_card_refuses_an_empty_folder(tmp_path, capsys):
     assert bench_main(["regime", str(tmp_path)]) == 2
     assert "no run folders" in capsys.readouterr().out

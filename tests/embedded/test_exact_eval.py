@@ -1,12 +1,13 @@
 """`data.val_mode=exact`: a problem's pass rate is the exact probability that one sample at the
 validation temperature / top_p writes its gold response. Checked against the sampler itself:
 the frequency with which sampling produces exactly the gold tokens must match it, and the
-verified (sampled) accuracy may only exceed it."""
+verified (sampled) accuracy may only exceed it. The pool report's card counts these exact rates."""
 
 import re
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 from hydra import compose, initialize_config_dir
 
@@ -77,3 +78,20 @@ def test_exact_evaluation_is_deterministic_and_logs_no_measurement_noise(tmp_pat
     assert set(first) >= {"val/add22/acc", "ood/add21/acc", "ood/add55/acc"} and "val/acc_sampled" not in first
     last = evaluate(model, tok, task, cfg, step=4, cross_check=True)
     assert last["val/acc"] == first["val/acc"] and 0.0 <= last["val/acc_sampled"] <= 1.0 and last["val/acc_sampled_se"] > 0
+
+
+def test_the_pool_report_holds_the_exact_card_of_its_prompts(tmp_path):
+    """pass_rate_report's "card" (cached in pool-<pool_key>.json, merged into the warm-start report)
+    is pool_card of the exact pass rates of the prompts it probes, at the RL sampling settings."""
+    from pcbench.analysis.pool_card import pool_card
+
+    cfg, task, tok, model = small_model(tmp_path)
+    report = load_or_train(cfg, task, tok, log=lambda *_: None)[1]
+    probs = task.train[:report["n_prompts"]]  # (240,): the whole small pool
+    exact = exact_pass_rates(model, tok, probs, float(cfg.train.temperature), float(cfg.train.top_p))
+    card = report["card"]
+    assert (card["measure"], card["temperature"], card["top_p"]) == ("exact", 1.0, 1.0)
+    want = pool_card(exact, [p.tier for p in probs])
+    assert sorted(card["tiers"]) == sorted(want) == ["add22", "all"]
+    for t, row in want.items():
+        assert card["tiers"][t] == pytest.approx(row, abs=1e-4)

@@ -52,9 +52,10 @@ def cache_key(cfg) -> str:
 
 
 def pool_key(cfg) -> str:
-    """The identity of a pass-rate report: the warm start, the whole data config, the group size."""
+    """The identity of a pass-rate report: the warm start, the whole data config, the group size,
+    and the report's version (v2 added the exact card: a v1 file lacks it, so it is not reused)."""
     return _digest({"warmstart": cache_key(cfg), "data": OmegaConf.to_container(cfg.data, resolve=True),
-                    "n": int(cfg.rollout.n), "v": 1})
+                    "n": int(cfg.rollout.n), "v": 2})
 
 
 def load_or_train(cfg, task: SyntheticTask, tok: CharTokenizer, log=print):
@@ -296,15 +297,23 @@ def pool_report(model, task: SyntheticTask, tok: CharTokenizer, cfg, cache: Path
 
 @torch.no_grad()
 def pass_rate_report(model, task: SyntheticTask, tok: CharTokenizer, cfg, n_prompts: int = 256) -> dict:
-    """Per-prompt pass rate over a sample of RL training prompts, n rollouts each, at rollout settings."""
+    """Per-prompt pass rate over a sample of RL training prompts, n rollouts each, at rollout settings;
+    "card": the same prompts' pool card (pcbench.analysis.pool_card) from exact pass rates at the RL
+    settings (train.temperature / top_p), which a class share needs (n rollouts cannot tell 0.99 from 1)."""
+    from pcbench.analysis.pool_card import labelled_card
+    from pcbench.backends.embedded.evaluate import exact_pass_rates
+
     probs = task.train[:n_prompts]
     n = int(cfg.rollout.n)
-    rates = pass_rates(model, tok, probs, cfg, n, seed=0)
+    rates = pass_rates(model, tok, probs, cfg, n, seed=0)  # (n_prompts,) sampled
     counts = np.histogram(rates, bins=HIST_EDGES)[0]
     tiers = sorted({p.tier for p in probs})
+    T, P = float(cfg.train.temperature), float(cfg.train.top_p)
+    exact = exact_pass_rates(model, tok, probs, T, P)  # (n_prompts,) no sampling noise
     return {"n_prompts": len(probs), "n_rollouts": n,
             "histogram": {lab: float(c) / len(rates) for lab, c in zip(HIST_LABELS, counts)},
             "mean_pass_rate": float(rates.mean()),
             # the paper's band (1/8 <= p <= 3/4) at this n: the supply a Pilot-Commit pilot could keep
             "in_band": float(np.mean((rates >= 0.125) & (rates <= 0.75))),
-            "per_tier": {t: float(np.mean([r for r, p in zip(rates, probs) if p.tier == t])) for t in tiers}}
+            "per_tier": {t: float(np.mean([r for r, p in zip(rates, probs) if p.tier == t])) for t in tiers},
+            "card": labelled_card(exact, [p.tier for p in probs], "exact", T, P)}
