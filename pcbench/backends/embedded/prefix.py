@@ -9,11 +9,11 @@ the same log-probs, and the arithmetic is all of the update's cost on CPU (docs/
 
 The forward is the same computation as transformers' Qwen2 eager path, op for op: the keys
 a response token attends to are its prompt's keys followed by the response's own, laid out
-as in the padded batch, under the same additive mask. Its values are bit-identical to the
-padded forward's (tests/embedded/test_prefix.py). The backward is not: the gradient of a
-prompt token is summed over its group's rows before it reaches the weights, a different
-order of the same float sums, so a training run's numbers move at rounding level
-(docs/numerics.md records what this changed).
+as in the padded batch, under the same additive mask. Its log-probs equal the padded forward's
+to rounding (1e-5; the attention products have other shapes), and so does the gradient (the
+gradient of a prompt token is summed over its group's rows before it reaches the weights, a
+different order of the same float sums; tests/embedded/test_prefix.py), so a training run's
+numbers move at rounding level (docs/numerics.md records what that changed on a benchmark).
 """
 
 from __future__ import annotations
