@@ -43,7 +43,7 @@ def _f(v, fmt="{:.2f}") -> str:
 def report_md(report: dict) -> str:
     grid, cells = report["grid"], report["cells"]
     pm = grid["paper_matched"]
-    out = ["# Regime map: where does Pilot-Commit pay off?", "", warmstart_notice(report.get("provenance")), "",
+    out = [f"# {grid.get('title', 'Regime map: where does Pilot-Commit pay off?')}", "", warmstart_notice(report.get("provenance")), "",
            f"Grid `{report['grid_path']}` (committed before the runs). Seeds per cell: DAPO and Pilot-Commit "
            f"{grid['seeds']}, GRPO {grid['grpo_seeds']} + {grid['aa_seeds']} for the A/A. Target per cell: GRPO's best "
            f"seed-mean val/acc. Ratios: median rollouts-to-target of the baseline over the method's, 95% bootstrap "
@@ -75,29 +75,44 @@ def report_md(report: dict) -> str:
             if method in c["predicted"]:
                 out.append(f"| {name} | {method} | {_f(c['signal_ratio'].get(method))} | {_f(c['rollouts_ratio'].get(method))} "
                            f"| {_f(c['predicted'].get(method), '{:.2f}x')} | {_x(c[key])} |")
-    out += ["", f"## Pre-registered paper-matched cell: `{pm['cell']}`", ""]
-    c = cells.get(pm["cell"], {})
-    if c.get("status") == "scored":
-        met = report["paper_matched"]["met"]
-        r = c["regime"]
-        crit = pm["criteria"]
-        out += ["| criterion | goal | measured | met |", "|---|---|---|---|",
-                f"| GRPO zero-variance share | {crit['grpo_zero_variance']} | {_p(r['grpo_zero_variance'])} "
-                f"| {met['grpo_zero_variance']} |",
-                f"| PC sampling rounds per step | <= {crit['pc_rounds_per_step_max']} | {_f(r['pc_rounds_per_step'])} "
-                f"| {met['pc_rounds_per_step']} |",
-                f"| PC pool epochs at target | {crit['epochs_at_target']} | {_f(r['pc_epochs_at_target'])} "
-                f"| {met['epochs_at_target']} |", "",
-                f"PC vs GRPO {_x(c['pc_vs_grpo'])}, vs DAPO {_x(c['pc_vs_dapo'])}; A/A {_x(c['aa'])} "
-                f"({'resolves' if c['aa']['resolves'] else 'does not resolve'})."]
-    else:
-        out.append(f"not scored yet ({c.get('status', 'absent')})")
+    for name in pm.get("cells") or [pm["cell"]]:
+        out += ["", f"## Pre-registered paper-matched cell: `{name}`", "", *aiming_lines(cells.get(name, {}), pm["criteria"],
+                                                                                     (grid.get("predictions") or {}).get(name))]
     out += ["", "Cells meeting every paper-matched criterion: "
             + (", ".join(report["paper_matched"]["cells_meeting"]) or "none"), ""]
+    if grid.get("goal"):
+        hit = [n for n, c in cells.items() if c.get("goal_met")]
+        out += [f"Pre-registered goal ({', '.join(f'{k} >= {v}x' for k, v in grid['goal'].items())}, each interval "
+                f"above 1): " + (", ".join(hit) or "met by no cell"), ""]
     out += starved_lines(cells)
     if report["failures"]:
         out += ["## Failed runs", ""] + [f"- {f['method']} seed {f['seed']}: {f['error']}" for f in report["failures"]]
     return "\n".join(out + [""])
+
+
+def aiming_lines(c: dict, crit: dict, predicted: dict | None) -> list[str]:
+    """One aiming cell: each pre-registered criterion (goal, measured, met), the registered prediction
+    beside the measurement, and the ratios."""
+    if c.get("status") != "scored":
+        return [f"not scored yet ({c.get('status', 'absent')})"]
+    r, met, pred = c["regime"], c["met"], predicted or {}
+    def p(key, fmt):  # the registered prediction of one quantity, "-" where none was registered
+        return "-" if pred.get(key) is None else fmt(pred[key])
+    rows = [("GRPO zero-variance share", str(crit["grpo_zero_variance"]), p("grpo_zero_variance", _p),
+             _p(r["grpo_zero_variance"]), met["grpo_zero_variance"]),
+            ("PC sampling rounds per step", f"<= {crit['pc_rounds_per_step_max']}", p("pc_rounds_per_step", _f),
+             _f(r["pc_rounds_per_step"]), met["pc_rounds_per_step"]),
+            ("PC pool epochs at target", str(crit["epochs_at_target"]), p("pc_epochs_at_target", _f),
+             _f(r["pc_epochs_at_target"]), met["epochs_at_target"])]
+    if "near_solved_max" in crit:
+        rows.append(("pool near-solved share (card)", f"<= {crit['near_solved_max']}", p("near_solved", _p),
+                     _p(r.get("near_solved")), met.get("near_solved")))
+    out = ["| criterion | goal | predicted (registered) | measured | met |", "|---|---|---|---|---|",
+           *(f"| {a} | {b} | {pr} | {m} | {ok} |" for a, b, pr, m, ok in rows), ""]
+    out.append(f"PC vs GRPO {_x(c['pc_vs_grpo'])} (registered prediction {p('pc_vs_grpo', lambda v: f'{v:.2f}x')}), "
+               f"vs DAPO {_x(c['pc_vs_dapo'])} (registered {p('pc_vs_dapo', lambda v: f'{v:.2f}x')}); A/A {_x(c['aa'])} "
+               f"({'resolves' if c['aa']['resolves'] else 'does not resolve'}).")
+    return out
 
 
 def starved_lines(cells: dict) -> list[str]:
@@ -131,7 +146,17 @@ def heatmap_table(report: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def draw_heatmap(table: pd.DataFrame, knobs: list[str], out_dir: Path) -> list[Path]:
+def goal_met(cell: dict, goal: dict | None) -> bool | None:
+    """The grid's pre-registered success (`goal`: {pc_vs_grpo: 1.5, pc_vs_dapo: 2.3}): every named ratio at
+    least its goal with the interval's low end above 1; None when the grid sets no goal."""
+    if not goal:
+        return None
+    def ok(r, at_least):
+        return bool(r and r.get("ratio") is not None and r["ratio"] >= at_least and (r.get("low") or 0) > 1)
+    return all(ok(cell.get(k), v) for k, v in goal.items())
+
+
+def draw_heatmap(table: pd.DataFrame, knobs: list[str], out_dir: Path, name: str = "regime_map") -> list[Path]:
     """Rows: the first knob's levels; columns: the other knobs' level combinations. Colour: log2 PC/GRPO."""
     import matplotlib.colors as mcolors
     import numpy as np
@@ -163,7 +188,7 @@ def draw_heatmap(table: pd.DataFrame, knobs: list[str], out_dir: Path) -> list[P
     ax.set_xlabel(" / ".join(rest))
     ax.set_ylabel(first)
     ax.set_title("Pilot-Commit vs GRPO, rollouts to target (blue: PC ahead)")
-    return save_figure(fig, table, out_dir, "regime_map")
+    return save_figure(fig, table, out_dir, name)
 
 
 def write_outputs(grid: dict, levels: dict[str, dict[str, str]], curves: pd.DataFrame, regime: pd.DataFrame,
@@ -177,19 +202,23 @@ def write_outputs(grid: dict, levels: dict[str, dict[str, str]], curves: pd.Data
         if c["status"] == "scored" and not c["runs"]["complete"]:
             c["aa"]["resolves"] = False  # a cell short of its planned runs makes no claim either
         c["pool"] = {r["key"]: r["value"] for _, r in pools[pools["cell"] == name].iterrows()} if len(pools) else {}
-    pm = grid["paper_matched"]
-    meeting = [n for n, c in scores.items() if c["status"] == "scored"
-               and all(v is True for v in criteria_met(c["regime"], pm["criteria"]).values())]
-    target = scores.get(pm["cell"], {})
+    pm, stem = grid["paper_matched"], grid.get("stem", "regime_map")
+    for c in scores.values():
+        if c["status"] == "scored":
+            c["regime"]["near_solved"] = c["pool"].get("card/near_solved")
+            c["met"] = criteria_met(c["regime"], pm["criteria"])
+            c["goal_met"] = goal_met(c, grid.get("goal"))
+    meeting = [n for n, c in scores.items() if c["status"] == "scored" and all(v is True for v in c["met"].values())]
+    aiming = pm.get("cells") or [pm["cell"]]
     report = {"provenance": meta, "grid_path": str(args.grid), "grid": grid, "cells": scores,
-              "paper_matched": {"cell": pm["cell"], "cells_meeting": meeting,
-                                "met": criteria_met(target["regime"], pm["criteria"]) if target.get("status") == "scored" else {}},
+              "paper_matched": {"cell": aiming[0], "cells": aiming, "cells_meeting": meeting,
+                                "met": scores.get(aiming[0], {}).get("met", {})},
               "failures": failed_runs(results), "runs": results}
-    atomic_write_json(args.out / "regime_map.json", report)
-    atomic_write_text(args.out / "regime_map.md", report_md(report))
+    atomic_write_json(args.out / f"{stem}.json", report)
+    atomic_write_text(args.out / f"{stem}.md", report_md(report))
     if any(c["status"] == "scored" for c in scores.values()):
         args.figures.mkdir(parents=True, exist_ok=True)
-        draw_heatmap(heatmap_table(report), list(grid["knobs"]), args.figures)
+        draw_heatmap(heatmap_table(report), list(grid["knobs"]), args.figures, stem)
     return report
 
 
@@ -244,5 +273,7 @@ def pool_rows(cell: str, folders: list[str]) -> pd.DataFrame:
         rows = [(f"histogram/{k}", v) for k, v in ws["histogram"].items()]
         rows += [(f"per_tier/{k}", v) for k, v in ws.get("per_tier", {}).items()]
         rows += [(k, ws[k]) for k in ("in_band", "sft_steps", "mean_pass_rate") if k in ws]
+        # the pool card's class shares over all probed prompts (exact at the RL settings; absent before v2)
+        rows += [(f"card/{k}", v) for k, v in ws.get("card", {}).get("tiers", {}).get("all", {}).items() if k != "n"]
         return pd.DataFrame([{"cell": cell, "key": k, "value": v} for k, v in rows])
     return pd.DataFrame(columns=["cell", "key", "value"])

@@ -111,10 +111,13 @@ def criteria_met(measured: dict, criteria: dict) -> dict[str, bool | None]:
         return None if v is None else bool(lo <= v <= hi)
     zl, zh = criteria["grpo_zero_variance"]
     el, eh = criteria["epochs_at_target"]
-    rounds = measured.get("pc_rounds_per_step")
-    return {"grpo_zero_variance": within(measured.get("grpo_zero_variance"), zl, zh),
-            "pc_rounds_per_step": None if rounds is None else bool(rounds <= criteria["pc_rounds_per_step_max"]),
-            "epochs_at_target": within(measured.get("pc_epochs_at_target"), el, eh)}
+    rounds, near = measured.get("pc_rounds_per_step"), measured.get("near_solved")
+    met = {"grpo_zero_variance": within(measured.get("grpo_zero_variance"), zl, zh),
+           "pc_rounds_per_step": None if rounds is None else bool(rounds <= criteria["pc_rounds_per_step_max"]),
+           "epochs_at_target": within(measured.get("pc_epochs_at_target"), el, eh)}
+    if "near_solved_max" in criteria:  # the pool card's near-solved share after the warm start (exact)
+        met["near_solved"] = None if near is None else bool(near <= criteria["near_solved_max"])
+    return met
 
 
 def score_cell(curves: pd.DataFrame, regime: pd.DataFrame, n_boot: int = 10_000) -> dict:

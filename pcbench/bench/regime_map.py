@@ -16,6 +16,15 @@ DAPO and Pilot-Commit train on their seeds and GRPO on a disjoint seed set for t
     python -m pcbench.bench regime_map --part 1          # the cells of part 1 (one session)
     python -m pcbench.bench regime_map --cells p16-continuum-low
     python -m pcbench.bench regime_map --score-only      # rebuild the report from the CSVs
+    python -m pcbench.bench regime_map --grid conf/bench/paper_regime.yaml --part 1   # another grid
+
+Every output is named after the grid file's stem (regime_map.yaml -> regime_map.md,
+regime_map_curves.csv, paper_figures/regime_map.png, experiment=regime_map_<cell>), so two grids
+never overwrite each other's files or run folders. A grid may name several cells aiming at the
+paper's regime (`paper_matched.cells`), its criteria may include `near_solved_max` (the pool card's
+near-solved share after the warm start), and `predictions` / `goal` register, before any run, what
+each cell is expected to show and what would count as success; the report prints them beside the
+measurement.
 """
 
 from __future__ import annotations
@@ -48,6 +57,7 @@ def load_grid(path: Path) -> dict:
     if not path.is_file():
         raise ConfigError(f"regime map grid {path} not found; pass --grid FILE")
     grid = yaml.safe_load(path.read_text()) or {}
+    grid["stem"] = path.stem  # every output's name: regime_map.md, paper_regime_curves.csv, experiment=paper_regime_<cell>
     missing = [k for k in GRID_KEYS if k not in grid]
     if missing:
         raise ConfigError(f"{path}: missing {', '.join(missing)} (see conf/bench/regime_map.yaml)")
@@ -58,8 +68,12 @@ def load_grid(path: Path) -> dict:
         unknown = sorted(set(listed) - names)
         if unknown:
             raise ConfigError(f"{path}: part {part} names unknown cells {unknown}; cells are {sorted(names)}")
-    if grid["paper_matched"]["cell"] not in names:
-        raise ConfigError(f"{path}: paper_matched.cell={grid['paper_matched']['cell']!r} is not a cell")
+    pm = grid["paper_matched"]
+    aiming = pm.get("cells") or [pm.get("cell")]
+    pm["cells"], pm["cell"] = aiming, aiming[0]
+    unknown = [c for c in [*aiming, *(grid.get("predictions") or {})] if c not in names]
+    if unknown:
+        raise ConfigError(f"{path}: paper_matched / predictions name {unknown}, which are not cells; cells are {sorted(names)}")
     return grid
 
 
@@ -77,7 +91,7 @@ def cells(grid: dict) -> list[Cell]:
 def cell_jobs(grid: dict, cell: Cell, runs: Path) -> tuple[list[Job], list[Job]]:
     """(main jobs: every method on its seeds, seed-major; A/A jobs: GRPO on the next grid['aa_seeds'])."""
     common = [*grid["common"], *cell.overrides, f"paths.results={runs}"]
-    exp = f"experiment=regime_map_{cell.name}"
+    exp = f"experiment={grid.get('stem', 'regime_map')}_{cell.name}"
     main = []
     for s in range(max(int(grid["seeds"]), int(grid["grpo_seeds"]))):
         for m in grid["methods"]:
@@ -131,16 +145,17 @@ def main(args, argv: list[str]) -> int:
     todo = [] if args.score_only else unfinished
     print(f"regime map: {len(chosen)} cell(s), {len(folders)} runs, {len(folders) - len(unfinished)} finished "
           f"(or starved), {len(todo)} to train on {args.jobs} worker(s)", flush=True)
-    results = launch(todo, args.jobs, args.runs / "regime_map_logs")
+    stem = grid["stem"]
+    results = launch(todo, args.jobs, args.runs / f"{stem}_logs")
     args.out.mkdir(parents=True, exist_ok=True)
-    curves_path, regime_path = args.out / "regime_map_curves.csv", args.out / "regime_map_regime.csv"
+    curves_path, regime_path = args.out / f"{stem}_curves.csv", args.out / f"{stem}_regime.csv"
     def scored(jobs: list[Job]) -> list[str]:  # a crash's truncated curve would count as censored: never scored
         return [str(folders[j]) for j in jobs if is_scored(folders[j])]
 
     # analysis reads each cell's folders into tidy rows; the merged CSVs are all the report is computed from
     fresh = [tidy_cell(c.name, dict(c.levels), scored(plans[c.name][0]), scored(plans[c.name][1])) for c in chosen]
     fresh = [f for f in fresh if f is not None]
-    pools_path = args.out / "regime_map_pools.csv"
+    pools_path = args.out / f"{stem}_pools.csv"
     done = {f[2] for f in fresh}
     curves = merge(curves_path, [f[0] for f in fresh], done)
     regime = merge(regime_path, [f[1] for f in fresh], done)
@@ -150,5 +165,5 @@ def main(args, argv: list[str]) -> int:
     digests = warmstart_digests([f for c in chosen for f in scored(plans[c.name][0]) + scored(plans[c.name][1])])
     report = write_outputs(grid, {c.name: dict(c.levels) for c in cells(grid)}, curves, regime, pools, args,
                            {**provenance(argv), "warmstart_digests": digests} if results else provenance(argv), results)
-    print(f"wrote {args.out / 'regime_map.md'}, .json, {curves_path.name}, {regime_path.name}")
+    print(f"wrote {args.out / (stem + '.md')}, .json, {curves_path.name}, {regime_path.name}")
     return 0 if not report["failures"] else 1

@@ -11,7 +11,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from pcbench.analysis.map_scoring import crossings, per_run_rates, score_cell
+from pcbench.analysis.map_report import goal_met
+from pcbench.analysis.map_scoring import criteria_met, crossings, per_run_rates, score_cell
+from pcbench.bench.launch import CONF_DIR, run_folder
+from pcbench.bench.regime_map import cell_jobs, cells, load_grid
 
 TINY = ["model.hidden_size=64", "model.intermediate_size=128", "model.warmstart.stop_tier=null", "model.warmstart.steps=250", "model.warmstart.consolidate.steps=0",
         "data.sft_size=1000", "data.train_size=240", "data.val_size=16", "data.ood_size=4", "train.batch_size=4",
@@ -27,7 +30,7 @@ def grid(tmp_path) -> Path:
             "parts": {1: ["p2-low"], 2: ["p2-high"]},
             "paper_matched": {"cell": "p2-low", "criteria": {"grpo_zero_variance": [0.3, 0.7], "pc_rounds_per_step_max": 1.3,
                                                               "epochs_at_target": [0.5, 2.0]}}}
-    path = tmp_path / "grid.yaml"
+    path = tmp_path / "tiny_map.yaml"  # every output is named after the grid's stem
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
     return path
 
@@ -42,26 +45,28 @@ def bench(tmp_path, *args):
 def test_parts_train_merge_and_rescore_to_the_same_report(tmp_path):
     first = bench(tmp_path, "--part", "1")
     assert first.returncode == 0, first.stderr[-3000:]
-    curves = pd.read_csv(tmp_path / "out" / "regime_map_curves.csv")
+    curves = pd.read_csv(tmp_path / "out" / "tiny_map_curves.csv")
     assert set(curves["cell"]) == {"p2-low"} and set(curves["never"]) == {"low"}
     assert set(zip(curves["method"], curves["seed_set"])) == {("grpo", "main"), ("grpo", "aa"), ("dapo", "main"),
                                                              ("pilot_commit", "main")}
     second = bench(tmp_path, "--cells", "p2-high")
     assert second.returncode == 0, second.stderr[-3000:]
-    curves = pd.read_csv(tmp_path / "out" / "regime_map_curves.csv")
-    regime = pd.read_csv(tmp_path / "out" / "regime_map_regime.csv")
+    curves = pd.read_csv(tmp_path / "out" / "tiny_map_curves.csv")
+    regime = pd.read_csv(tmp_path / "out" / "tiny_map_regime.csv")
     assert set(curves["cell"]) == set(regime["cell"]) == {"p2-low", "p2-high"}  # part 1's rows kept
     assert {"rounds", "signal", "sampled_in_band", "pool_epochs"} <= set(regime.columns)
-    report = json.loads((tmp_path / "out" / "regime_map.json").read_text())
+    report = json.loads((tmp_path / "out" / "tiny_map.json").read_text())
     assert [c["status"] for c in report["cells"].values()] == ["scored", "scored"]
     assert report["cells"]["p2-low"]["runs"] == {"complete": True, "counts": {
         "grpo": "2/2", "grpo_aa": "2/2", "dapo": "1/1", "pilot_commit": "1/1"}}
     assert report["cells"]["p2-low"]["pool"]["histogram/p=0"] >= 0  # the pool's histogram after the warm start
     again = bench(tmp_path, "--score-only")
     assert again.returncode == 0 and "0 to train" in again.stdout
-    rescored = json.loads((tmp_path / "out" / "regime_map.json").read_text())
+    rescored = json.loads((tmp_path / "out" / "tiny_map.json").read_text())
     assert rescored["cells"] == report["cells"]
-    assert (tmp_path / "figs" / "regime_map.png").exists() and (tmp_path / "figs" / "regime_map.csv").exists()
+    assert (tmp_path / "figs" / "tiny_map.png").exists() and (tmp_path / "figs" / "tiny_map.csv").exists()
+    assert (tmp_path / "out" / "tiny_map.md").exists() and not (tmp_path / "out" / "regime_map.md").exists()
+    assert {p.name for p in (tmp_path / "runs").iterdir()} >= {"tiny_map_p2-low", "tiny_map_logs"}
 
 
 def test_unknown_cell_is_one_line_before_any_work(tmp_path):
@@ -101,3 +106,32 @@ def test_cell_scores_follow_the_definitions():
     assert rates.loc["pilot_commit", "predicted"] == pytest.approx((3.0 / 1.0) / (150 / 100))
     assert rec["regime"]["pc_rounds_per_step"] == 2 and rec["regime"]["grpo_zero_variance"] == pytest.approx(0.5)
     assert rec["regime"]["pc_epochs_at_target"] == pytest.approx(0.2)  # crossed at step 2
+
+
+def test_the_paper_regime_grid_is_registered_and_every_job_composes(tmp_path):
+    """conf/bench/paper_regime.yaml: every cell's every job passes the config checks (pool knobs
+    included: data=synthetic_paper, data.train_size=500, the three-stage warm start) before any run, its
+    outputs and run folders are its own, and each cell carries its registered prediction."""
+    g = load_grid(CONF_DIR / "bench" / "paper_regime.yaml")
+    names = [c.name for c in cells(g)]
+    assert g["stem"] == "paper_regime" and set(g["predictions"]) == set(names)
+    assert g["paper_matched"]["cells"] == ["p8-solved", "p16-solved"] and "near_solved_max" in g["paper_matched"]["criteria"]
+    for c in cells(g):
+        main, aa = cell_jobs(g, c, tmp_path / "runs")
+        assert len(aa) == 20 and sum(j.method == "grpo" for j in main) == 20
+        firsts = [*{j.method: j for j in reversed(main)}.values(), aa[0]]  # each method's first job: the cell's overrides
+        folders = {run_folder(j).parent.name for j in firsts}  # composes and checks the config
+        assert folders == {f"paper_regime_{c.name}", f"paper_regime_{c.name}_aa"}
+
+
+def test_near_solved_criterion_and_the_goal():
+    crit = {"grpo_zero_variance": [0.55, 0.75], "pc_rounds_per_step_max": 1.2, "epochs_at_target": [0.5, 2.0],
+            "near_solved_max": 0.1}
+    measured = {"grpo_zero_variance": 0.6, "pc_rounds_per_step": 1.1, "pc_epochs_at_target": 1.0, "near_solved": 0.2}
+    assert criteria_met(measured, crit) == {"grpo_zero_variance": True, "pc_rounds_per_step": True,
+                                            "epochs_at_target": True, "near_solved": False}
+    assert "near_solved" not in criteria_met(measured, {k: v for k, v in crit.items() if k != "near_solved_max"})
+    cell = {"pc_vs_grpo": {"ratio": 1.6, "low": 1.1}, "pc_vs_dapo": {"ratio": 2.5, "low": 0.9}}
+    assert goal_met(cell, {"pc_vs_grpo": 1.5}) is True
+    assert goal_met(cell, {"pc_vs_grpo": 1.5, "pc_vs_dapo": 2.3}) is False  # its interval reaches below 1
+    assert goal_met(cell, None) is None
