@@ -32,6 +32,13 @@ def _x(r: dict | None) -> str:
     return f"{r['ratio']:.2f}x [{low}, {high}]"
 
 
+def _s(r: dict | None) -> str:
+    """A survival speedup {speedup, low, high} as '1.23x [0.98, 1.50]'."""
+    if not r or r.get("speedup") is None:
+        return "-"
+    return f"{r['speedup']:.2f}x [{r['low']:.2f}, {r['high']:.2f}]"
+
+
 def _p(v) -> str:
     return "-" if v is None or (isinstance(v, float) and not math.isfinite(v)) else f"{100 * v:.0f}%"
 
@@ -49,18 +56,18 @@ def report_md(report: dict) -> str:
            f"seed-mean val/acc. Ratios: median rollouts-to-target of the baseline over the method's, 95% bootstrap "
            f"interval. A cell resolves when its A/A interval lies inside [{AA_BAND[0]}, {AA_BAND[1]}]; a cell that "
            "does not makes no claim.", "",
-           "| cell | " + " | ".join(grid["knobs"]) + " | runs | target | A/A | resolves | PC vs GRPO | predicted | PC vs DAPO "
+           "| cell | " + " | ".join(grid["knobs"]) + " | runs | target | A/A | resolves | PC vs GRPO | PC vs GRPO (survival) | predicted | PC vs DAPO "
            "| GRPO zero-var | PC rounds/step | PC pilots in band | PC epochs at target |",
-           "|" + "---|" * (len(grid["knobs"]) + 12)]
+           "|" + "---|" * (len(grid["knobs"]) + 13)]
     for name, c in cells.items():
         levels = c["levels"]
         runs = "complete" if c["runs"]["complete"] else "partial: " + ", ".join(f"{k} {v}" for k, v in c["runs"]["counts"].items())
         if c["status"] != "scored":
-            out.append(f"| {name} | " + " | ".join(levels.values()) + f" | {c['status']} |" + " |" * 11)
+            out.append(f"| {name} | " + " | ".join(levels.values()) + f" | {c['status']} |" + " |" * 12)
             continue
         r = c["regime"]
         out.append(f"| {name} | " + " | ".join(levels.values()) + f" | {runs} | {_p(c['target'])} | {_x(c['aa'])} "
-                   f"| {'yes' if c['aa']['resolves'] else 'NO'} | {_x(c['pc_vs_grpo'])} "
+                   f"| {'yes' if c['aa']['resolves'] else 'NO'} | {_x(c['pc_vs_grpo'])} | {_s(c.get('survival', {}).get('pc_vs_grpo'))} "
                    f"| {_f(c['predicted'].get('pilot_commit'), '{:.2f}x')} | {_x(c['pc_vs_dapo'])} "
                    f"| {_p(r['grpo_zero_variance'])} | {_f(r['pc_rounds_per_step'])} | {_p(r['pc_in_band'])} "
                    f"| {_f(r['pc_epochs_at_target'])} |")
@@ -109,6 +116,9 @@ def aiming_lines(c: dict, crit: dict, predicted: dict | None) -> list[str]:
                      _p(r.get("near_solved")), met.get("near_solved")))
     out = ["| criterion | goal | predicted (registered) | measured | met |", "|---|---|---|---|---|",
            *(f"| {a} | {b} | {pr} | {m} | {ok} |" for a, b, pr, m, ok in rows), ""]
+    sv = c.get("survival", {})
+    out.append("Survival (Weibull AFT speedup, Wald 95%; censored runs count to their last evaluation): "
+               f"PC vs GRPO {_s(sv.get('pc_vs_grpo'))}, PC vs DAPO {_s(sv.get('pc_vs_dapo'))}, A/A {_s(sv.get('aa'))}.")
     out.append(f"PC vs GRPO {_x(c['pc_vs_grpo'])} (registered prediction {p('pc_vs_grpo', lambda v: f'{v:.2f}x')}), "
                f"vs DAPO {_x(c['pc_vs_dapo'])} (registered {p('pc_vs_dapo', lambda v: f'{v:.2f}x')}); A/A {_x(c['aa'])} "
                f"({'resolves' if c['aa']['resolves'] else 'does not resolve'}).")

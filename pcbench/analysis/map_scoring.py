@@ -140,10 +140,23 @@ def score_cell(curves: pd.DataFrame, regime: pd.DataFrame, n_boot: int = 10_000)
            **{key: {m: _fin(rates.loc[rates["method"] == m, key].mean()) for m in (PC, DAPO)
                     if (rates["method"] == m).any()} for key in ("predicted", "signal_ratio", "rollouts_ratio")},
            "per_run": json_rows(rates.merge(cross[cross["seed_set"] == "main"], on=["method", "seed"], how="left"))}
+    rec["survival"] = survival_ratios(curves, target)
     starved = starved_runs(curves)
     if starved:  # absent when none starved, so cells scored before stops were recorded read the same
         rec["starved"] = starved
     return rec
+
+
+def survival_ratios(curves: pd.DataFrame, target: float) -> dict[str, dict]:
+    """The same comparisons as survival data (pcbench.analysis.survival: a censored run counts up to its
+    last evaluation): the Weibull AFT speedup with its Wald 95% interval, beside the bootstrap's."""
+    from pcbench.analysis.survival import aft_speedup, durations
+
+    d = durations(curves, target)
+    pick = lambda m, s="main": d[(d["method"] == m) & (d["seed_set"] == s)]  # noqa: E731
+    pairs = {"pc_vs_grpo": (pick(GRPO), pick(PC)), "pc_vs_dapo": (pick(DAPO), pick(PC)),
+             "aa": (pick(GRPO), pick(GRPO, "aa"))}
+    return {k: aft_speedup(b, o, "weibull") for k, (b, o) in pairs.items()}
 
 
 def starved_runs(curves: pd.DataFrame) -> dict[str, dict]:
