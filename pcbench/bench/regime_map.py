@@ -30,6 +30,7 @@ measurement.
 from __future__ import annotations
 
 import argparse
+import json
 import itertools
 from dataclasses import dataclass
 from pathlib import Path
@@ -164,6 +165,20 @@ def main(args, argv: list[str]) -> int:
         frame.to_csv(path, index=False)
     digests = warmstart_digests([f for c in chosen for f in scored(plans[c.name][0]) + scored(plans[c.name][1])])
     report = write_outputs(grid, {c.name: dict(c.levels) for c in cells(grid)}, curves, regime, pools, args,
-                           {**provenance(argv), "warmstart_digests": digests} if results else provenance(argv), results)
+                           run_provenance(provenance(argv), digests if results else [], args.out / f"{stem}.json"),
+                           results)
     print(f"wrote {args.out / (stem + '.md')}, .json, {curves_path.name}, {regime_path.name}")
     return 0 if not report["failures"] else 1
+
+
+def run_provenance(meta: dict, digests: list[str], previous: Path) -> dict:
+    """This command's provenance; a rescore that trained nothing keeps the report's recorded one (its warm-start
+    digests above all: without them the warm-start notice would name the wrong warm start) under `rescored`."""
+    if digests:
+        return {**meta, "warmstart_digests": digests}
+    if previous.is_file():
+        old = json.loads(previous.read_text()).get("provenance") or {}
+        if old:
+            return {**{k: v for k, v in old.items() if k != "rescored"}, "rescored": meta}
+    return meta
+
