@@ -38,3 +38,10 @@ def provenance(argv: list[str] | None = None) -> dict:
             "loadavg_start": [round(x, 2) for x in os.getloadavg()],
             # CPU, ATen capability, BLAS, the numerics fingerprint: whose floats these are (pcbench/numerics.py)
             "machine": numerics.describe()}
+
+
+def rescored(meta: dict, previous: dict) -> dict:
+    """The provenance of a rescore that trained nothing: the previous report's record stays the source (its
+    machine and warm-start digests describe the runs), this command's goes under `rescored`."""
+    return {**previous["provenance"], "rescored": meta}
+

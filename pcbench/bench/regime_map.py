@@ -30,8 +30,8 @@ measurement.
 from __future__ import annotations
 
 import argparse
-import json
 import itertools
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -173,12 +173,10 @@ def main(args, argv: list[str]) -> int:
 
 def run_provenance(meta: dict, digests: list[str], previous: Path) -> dict:
     """This command's provenance; a rescore that trained nothing keeps the report's recorded one (its warm-start
-    digests above all: without them the warm-start notice would name the wrong warm start) under `rescored`."""
+    digests above all: without them the warm-start notice would name the wrong warm start)."""
+    from pcbench.bench.provenance import rescored
+
     if digests:
         return {**meta, "warmstart_digests": digests}
-    if previous.is_file():
-        old = json.loads(previous.read_text()).get("provenance") or {}
-        if old:
-            return {**{k: v for k, v in old.items() if k != "rescored"}, "rescored": meta}
-    return meta
-
+    old = json.loads(previous.read_text()) if previous.is_file() else {}
+    return rescored(meta, old) if old.get("provenance") else meta

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pcbench.analysis.bench_md import sample_efficiency_md
 from pcbench.bench.launch import Job, compose_cfg, is_scored, launch, plan, run_folder
-from pcbench.bench.provenance import provenance
+from pcbench.bench.provenance import provenance, rescored
 from pcbench.rundir import atomic_write_json, atomic_write_text
 
 def all_methods() -> list[str]:
@@ -105,7 +105,7 @@ def main(args, argv: list[str]) -> int:
     previous = args.out / "sample_efficiency.json"
     if not todo and previous.exists():  # nothing trained now: the earlier command's record stays the source
         old = json.loads(previous.read_text())
-        meta = {**old["provenance"], "rescored": meta}
+        meta = rescored(meta, old)
         results = old.get("runs", [])
     args.out.mkdir(parents=True, exist_ok=True)
     present = [str(folders[j]) for j in jobs if (folders[j] / "metrics.jsonl").exists()]
