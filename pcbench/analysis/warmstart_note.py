@@ -32,6 +32,12 @@ def warmstart_notice(provenance: dict | None) -> str:
     digests = (provenance or {}).get("warmstart_digests")
     if digests == [today["digest"]]:
         return f"Warm start: today's default (digest `{today['digest']}`, pcbench/reference.json)."
+    if digests and today["digest"] in digests:
+        # A grid whose cells select another warm start (e.g. model.warmstart.consolidate.steps) builds it
+        # on today's default; that default is what can go stale, so only its absence is flagged below.
+        others = "`, `".join(d for d in digests if d != today["digest"])
+        return (f"Warm starts: today's default (digest `{today['digest']}`, pcbench/reference.json) and `{others}`, "
+                f"which the cells' own overrides select on top of it (each run's machine.json names its digest).")
     what = ("warm start(s) `" + "`, `".join(digests) + "`") if digests else LEGACY
     cons = f" + {today['consolidation_steps']:,} consolidation steps" if today.get("consolidation_steps") else ""
     cons += f" + {today['top_up_steps']:,} top-up steps" if today.get("top_up_steps") else ""
