@@ -20,6 +20,7 @@ from pcbench.analysis.regime import regime_table
 from pcbench.analysis.report import starved_line
 from pcbench.analysis.runs import failed_runs
 from pcbench.analysis.targets import AA, curves_table
+from pcbench.analysis.target_sweep import by_target
 from pcbench.analysis.warmstart_note import warmstart_notice
 from pcbench.rundir import atomic_write_json, atomic_write_text
 
@@ -91,7 +92,7 @@ def report_md(report: dict) -> str:
         hit = [n for n, c in cells.items() if c.get("goal_met")]
         out += [f"Pre-registered goal ({', '.join(f'{k} >= {v}x' for k, v in grid['goal'].items())}, each interval "
                 f"above 1): " + (", ".join(hit) or "met by no cell"), ""]
-    out += starved_lines(cells)
+    out += starved_lines(cells) + target_lines(cells)
     if report["failures"]:
         out += ["## Failed runs", ""] + [f"- {f['method']} seed {f['seed']}: {f['error']}" for f in report["failures"]]
     return "\n".join(out + [""])
@@ -123,6 +124,21 @@ def aiming_lines(c: dict, crit: dict, predicted: dict | None) -> list[str]:
                f"vs DAPO {_x(c['pc_vs_dapo'])} (registered {p('pc_vs_dapo', lambda v: f'{v:.2f}x')}); A/A {_x(c['aa'])} "
                f"({'resolves' if c['aa']['resolves'] else 'does not resolve'}).")
     return out
+
+
+def target_lines(cells: dict) -> list[str]:
+    """The exploratory table of pcbench.analysis.target_sweep: each scored cell at lower targets."""
+    rows = [(n, r) for n, c in cells.items() if c["status"] == "scored" for r in c.get("by_target", [])]
+    if not rows:
+        return []
+    out = ["## Exploratory, not pre-registered: the same runs at lower targets", "",
+           "Target = GRPO's seed-mean val/acc at its first evaluation + fraction x (its peak - that); fraction 1 is "
+           "the registered target. Which target would have resolved the A/A, and whether the verdicts depend on it "
+           "(pcbench/analysis/target_sweep.py). No claim rests on this table.", "",
+           "| cell | fraction | target | A/A | resolves | PC vs GRPO | PC vs DAPO |", "|---|---|---|---|---|---|---|"]
+    out += [f"| {n} | {r['fraction']:.2f} | {100 * r['target']:.1f}% | {_x(r['aa'])} | {'yes' if r['aa']['resolves'] else 'NO'} "
+            f"| {_x(r['pc_vs_grpo'])} | {_x(r['pc_vs_dapo'])} |" for n, r in rows]
+    return out + [""]
 
 
 def starved_lines(cells: dict) -> list[str]:
@@ -209,8 +225,12 @@ def write_outputs(grid: dict, levels: dict[str, dict[str, str]], curves: pd.Data
     for name, c in scores.items():
         c["levels"] = levels[name]
         c["runs"] = run_counts(curves[curves["cell"] == name], grid)
+        if c["status"] == "scored":
+            c["by_target"] = by_target(curves[curves["cell"] == name], args.n_boot)
         if c["status"] == "scored" and not c["runs"]["complete"]:
             c["aa"]["resolves"] = False  # a cell short of its planned runs makes no claim either
+            for r in c["by_target"]:
+                r["aa"]["resolves"] = False
         c["pool"] = {r["key"]: r["value"] for _, r in pools[pools["cell"] == name].iterrows()} if len(pools) else {}
     pm, stem = grid["paper_matched"], grid.get("stem", "regime_map")
     for c in scores.values():

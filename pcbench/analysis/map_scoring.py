@@ -65,6 +65,14 @@ def _rtts(cross: pd.DataFrame, method: str, seed_set: str = "main") -> np.ndarra
     return cross[(cross["method"] == method) & (cross["seed_set"] == seed_set)]["rtt"].to_numpy(float)
 
 
+def aa_ratio(cross: pd.DataFrame, n_boot: int) -> dict:
+    """GRPO's main seeds over its A/A seeds; `resolves` when the interval lies inside AA_BAND."""
+    aa = _ratio(_rtts(cross, GRPO), _rtts(cross, GRPO, "aa"), n_boot)
+    aa["resolves"] = bool(aa["low"] is not None and aa["high"] is not None
+                          and AA_BAND[0] <= aa["low"] and aa["high"] <= AA_BAND[1])
+    return aa
+
+
 def per_run_rates(regime: pd.DataFrame) -> pd.DataFrame:
     """One row per main run: mean learning signal (sum p(1-p) over trained groups) and rollouts per
     step over the whole run, and each as a ratio to GRPO's mean in the cell; predicted = their quotient."""
@@ -127,9 +135,7 @@ def score_cell(curves: pd.DataFrame, regime: pd.DataFrame, n_boot: int = 10_000)
         return {"target": None, "status": "no GRPO evaluations"}
     cross = crossings(curves, target)
     grpo = _rtts(cross, GRPO)
-    aa = _ratio(grpo, _rtts(cross, GRPO, "aa"), n_boot)
-    aa["resolves"] = bool(aa["low"] is not None and aa["high"] is not None
-                          and AA_BAND[0] <= aa["low"] and aa["high"] <= AA_BAND[1])
+    aa = aa_ratio(cross, n_boot)
     rates = per_run_rates(regime)
     rec = {"target": target, "status": "scored", "aa": aa,
            "pc_vs_grpo": _ratio(grpo, _rtts(cross, PC), n_boot),
