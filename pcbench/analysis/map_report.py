@@ -168,6 +168,8 @@ def heatmap_table(report: dict) -> pd.DataFrame:
                        complete=c["runs"]["complete"],
                        predicted=c["predicted"].get("pilot_commit"), rounds=c["regime"]["pc_rounds_per_step"],
                        in_band=c["regime"]["pc_in_band"])
+            sv = (c.get("survival") or {}).get("pc_vs_grpo") or {}
+            row.update(survival=sv.get("speedup"), survival_low=sv.get("low"), survival_high=sv.get("high"))
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -203,6 +205,9 @@ def draw_heatmap(table: pd.DataFrame, knobs: list[str], out_dir: Path, name: str
         if r["status"] == "scored":
             ratio = "-" if pd.isna(r.get("pc_vs_grpo")) else f"{r['pc_vs_grpo']:.2f}x"
             ci = f"[{_f(None if pd.isna(r.get('low')) else r['low'])}, {_f(None if pd.isna(r.get('high')) else r['high'])}]"
+            if ratio == "-":  # a censored median has no ratio; the survival fit still uses every run
+                ratio, ci = "median censored", ("" if pd.isna(r.get("survival")) else
+                                                f"\nsurvival {r['survival']:.2f}x [{r['survival_low']:.2f}, {r['survival_high']:.2f}]")
             verdict = "ok" if r["aa_resolves"] else ("NO" if r["complete"] else "partial runs")
             text = (f"{ratio} {ci}\nA/A {verdict}"
                     f"\nrounds {_f(None if pd.isna(r.get('rounds')) else r['rounds'], '{:.1f}')}, "

@@ -147,6 +147,7 @@ def main(args, argv: list[str]) -> int:
     print(f"regime map: {len(chosen)} cell(s), {len(folders)} runs, {len(folders) - len(unfinished)} finished "
           f"(or starved), {len(todo)} to train on {args.jobs} worker(s)", flush=True)
     stem = grid["stem"]
+    meta = provenance(argv)  # before training: the commit and load the runs started from
     results = launch(todo, args.jobs, args.runs / f"{stem}_logs")
     args.out.mkdir(parents=True, exist_ok=True)
     curves_path, regime_path = args.out / f"{stem}_curves.csv", args.out / f"{stem}_regime.csv"
@@ -165,7 +166,7 @@ def main(args, argv: list[str]) -> int:
         frame.to_csv(path, index=False)
     digests = warmstart_digests([f for c in chosen for f in scored(plans[c.name][0]) + scored(plans[c.name][1])])
     report = write_outputs(grid, {c.name: dict(c.levels) for c in cells(grid)}, curves, regime, pools, args,
-                           run_provenance(provenance(argv), digests if results else [], args.out / f"{stem}.json"),
+                           run_provenance(meta, digests if results else [], args.out / f"{stem}.json"),
                            results)
     print(f"wrote {args.out / (stem + '.md')}, .json, {curves_path.name}, {regime_path.name}")
     return 0 if not report["failures"] else 1
@@ -176,7 +177,11 @@ def run_provenance(meta: dict, digests: list[str], previous: Path) -> dict:
     digests above all: without them the warm-start notice would name the wrong warm start)."""
     from pcbench.bench.provenance import rescored
 
-    if digests:
-        return {**meta, "warmstart_digests": digests}
     old = json.loads(previous.read_text()) if previous.is_file() else {}
+    if digests:
+        # another part's runs stay in the merged CSVs, so their command's record stays too
+        before = {k: v for k, v in old.get("provenance", {}).items() if k not in ("earlier", "rescored")}
+        earlier = [e for e in old.get("provenance", {}).get("earlier", []) + [before]
+                   if e.get("command") and e["command"] != meta.get("command")]
+        return {**meta, "warmstart_digests": digests, **({"earlier": earlier} if earlier else {})}
     return rescored(meta, old) if old.get("provenance") else meta
