@@ -1,12 +1,14 @@
-"""Real verl on CPU: `python -m pcbench.run backend=verl model=tiny-verl data=tiny-verl` end to end
-(Ray, TransferQueue, FSDP2 actor on gloo, a vLLM CPU replica, the `pcbench` trainer mode,
-pcbench's reward), 3 steps per method with validation at steps 0 and 3.
+"""Real verl on CPU: `python -m pcbench.run backend=verl model=tiny-verl data=tiny-verl method=pilot_commit`
+end to end (Ray, TransferQueue, FSDP2 actor on gloo, a vLLM CPU replica, the `pcbench` trainer mode,
+pcbench's reward), 3 steps with validation at steps 0 and 3, killed and resumed on the way.
 
-Each run folder must be complete, and the ledger's rollouts per step must equal the sequences
+The run folder must be complete, and the ledger's rollouts per step must equal the sequences
 verl generated that step, counted from the trajectories verl's agent loop wrote to TransferQueue
-(`verl/generated_sequences`, rollout.py), not from the allocator's requests. Pilot-Commit's run
-is also the resume test: it is killed right after its step-2 checkpoint and started again with
-the same command, and must finish step 3 continuing the ledger, stream and metrics exactly.
+(`verl/generated_sequences`, rollout.py), not from the allocator's requests. The run is killed
+right after its step-2 checkpoint and started again with the same command, and must finish step 3
+continuing the ledger, stream and metrics exactly. GRPO and DAPO on the real verl path (their ledger
+against verl's count, their run folders and checkpoints) are tests/verl/test_embedded_on_verl.py's
+n = 32 runs; this file ran them here too until the CI budget (issue 29) merged the two.
 
 Needs vLLM's CPU build (pip install -e '.[test,verl-cpu]', README); each launch is ~2-2.5 min of
 start-up on 2 cores. Every launch is bounded (the entry's watchdog, backend.watchdog_s, and a
@@ -78,24 +80,6 @@ def check_run(run: Path, log: Path) -> list[dict]:
     print(f"{run.name}: rollouts/step " + ", ".join(f"{r['rollouts/step']} (verl {r['verl/generated_sequences']})"
                                                     for r in rows[1:]))
     return rows
-
-
-def test_grpo_three_steps(tmp_path, cache):
-    log = tmp_path / "log.txt"
-    assert launch(command(tmp_path, cache, "grpo"), log) == "exit 0", log.read_text()[-6000:]
-    rows = check_run(run_folder(tmp_path), log)
-    assert [r["rollouts/step"] for r in rows[1:]] == [32, 32, 32]  # 4 prompts x 8, nothing discarded
-    assert all(r["rollouts/discarded"] == 0 for r in rows[1:])
-
-
-def test_dapo_three_steps_counts_filtered_groups(tmp_path, cache):
-    log = tmp_path / "log.txt"
-    assert launch(command(tmp_path, cache, "dapo"), log) == "exit 0", log.read_text()[-6000:]
-    rows = check_run(run_folder(tmp_path), log)
-    for r in rows[1:]:  # each round generates 12 candidates x 8; all-equal and surplus groups are discarded
-        assert r["rollouts/step"] % 96 == 0 and r["rollouts/trained"] == 32
-        assert r["rollouts/discarded"] == r["rollouts/step"] - 32 == (
-            r.get("rollouts/discarded/filtered", 0) + r.get("rollouts/discarded/surplus", 0))
 
 
 def test_pilot_commit_killed_after_step_2_checkpoint_resumes_at_step_3(tmp_path, cache):

@@ -69,12 +69,17 @@ def run_verl(tmp: Path, assets: dict, method: str, *overrides: str) -> list[dict
            "train.batch_size=4", "train.mini_batch_size=2", f"hydra.run.dir={tmp}/hydra", *overrides]
     outcome = launch(cmd, log, cwd=REPO, timeout_s=TIMEOUT_S)
     assert outcome == "exit 0", f"{outcome}: " + log.read_text()[-6000:]
+    return [json.loads(line) for line in (run_folder(tmp) / "metrics.jsonl").read_text().splitlines()]
+
+
+def run_folder(tmp: Path) -> Path:
     [run] = [p for p in (tmp / "results" / "verl").iterdir() if p.is_dir()]
-    return [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    return run
 
 
 def check_ledger_and_advantages(rows: list[dict]) -> None:
-    for r in rows[1:]:
+    for prev, r in zip(rows, rows[1:]):
+        assert r["cumulative_rollouts"] == prev["cumulative_rollouts"] + r["rollouts/step"]
         # what the allocator asked for == the trajectories verl's agent loop generated that step
         assert r["rollouts/step"] == r["verl/generated_sequences"] > 0, r
         assert r["rollouts/trained"] == 4 * 32
@@ -154,12 +159,22 @@ def test_pilot_commit_at_the_papers_band_keeps_defers_and_evicts(pilot_commit_ro
     assert rows[-1]["alloc/evicted"] > 0 and any(r["alloc/epoch_ends"] for r in rows[1:])
 
 
-# -- 4. GRPO and DAPO at n = 32 ----------------------------------------------------------------------
+# -- 4. GRPO and DAPO at n = 32: the run folder of a finished verl run ----------------------------------
 @pytest.mark.parametrize("method", ["grpo", "dapo"])
 def test_grpo_and_dapo_train_at_n32_with_the_ledger_equal_to_verls_count(assets, tmp_path, method):
-    rows = run_verl(tmp_path, assets, method, "train.steps=2", "train.eval_every=2", "train.checkpoint_every=10")
+    import torch
+
+    rows = run_verl(tmp_path, assets, method, "train.steps=2", "train.eval_every=2", "train.checkpoint_every=2")
     assert [r["step"] for r in rows] == [0, 1, 2] and "val/synthetic_val/acc" in rows[2]
+    assert [("val/acc" in r) for r in rows] == [True, False, True]
     check_ledger_and_advantages(rows)
+    run = run_folder(tmp_path)
+    assert (run / "config.yaml").exists() and (run / "verl_config.yaml").exists()
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["status"] == "finished" and summary["steps"] == 2 and summary["backend"] == "verl"
+    # verl's checkpoint carries pcbench's state (the resume of tests/verl/test_cpu_end_to_end.py relies on it)
+    state = torch.load(run / "checkpoint" / "global_step_2" / "pcbench.pt", weights_only=False)
+    assert state["ledger"]["cumulative"] == rows[2]["cumulative_rollouts"]
     for r in rows[1:]:
         print(method, "step", r["step"], {k: r[k] for k in ("rollouts/step", "verl/generated_sequences",
                                                           "alloc/groups_mixed", "alloc/groups_all_correct",
