@@ -229,9 +229,10 @@ def write_outputs(grid: dict, levels: dict[str, dict[str, str]], curves: pd.Data
     scores = score_map(curves, regime, list(levels), args.n_boot)
     for name, c in scores.items():
         c["levels"] = levels[name]
-        c["runs"] = run_counts(curves[curves["cell"] == name], grid)
+        own = curves[curves["cell"] == name]
+        c["runs"] = run_counts(own, grid)
         if c["status"] == "scored":
-            c["by_target"] = by_target(curves[curves["cell"] == name], args.n_boot)
+            c["by_target"] = by_target(own, args.n_boot)
         if c["status"] == "scored" and not c["runs"]["complete"]:
             c["aa"]["resolves"] = False  # a cell short of its planned runs makes no claim either
             for r in c["by_target"]:

@@ -33,12 +33,17 @@ def _fin(x) -> float | None:
     return None if x is None or not math.isfinite(float(x)) else float(x)
 
 
-def cell_target(curves: pd.DataFrame) -> float | None:
-    """GRPO's best seed-mean val/acc over its main seeds (the paper's target) in one cell."""
+def grpo_mean_curve(curves: pd.DataFrame) -> pd.Series:
+    """GRPO's seed-mean val/acc per step over its main seeds (steps every main seed evaluated)."""
     g = curves[(curves["method"] == GRPO) & (curves["seed_set"] == "main")]
     if g.empty:
-        return None
-    mean = g.pivot_table(index="step", columns="seed", values="val_acc").dropna().mean(axis=1)
+        return pd.Series(dtype=float)
+    return g.pivot_table(index="step", columns="seed", values="val_acc").dropna().mean(axis=1).sort_index()
+
+
+def cell_target(curves: pd.DataFrame) -> float | None:
+    """GRPO's best seed-mean val/acc over its main seeds (the paper's target) in one cell."""
+    mean = grpo_mean_curve(curves)
     return float(mean.max()) if len(mean) else None
 
 

@@ -12,15 +12,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from pcbench.analysis.map_scoring import DAPO, GRPO, PC, _ratio, _rtts, aa_ratio, crossings
+from pcbench.analysis.map_scoring import DAPO, GRPO, PC, _ratio, _rtts, aa_ratio, crossings, grpo_mean_curve
 
 FRACTIONS = (0.5, 0.75, 0.9, 1.0)
-
-
-def grpo_mean_curve(curves: pd.DataFrame) -> pd.Series:
-    """GRPO's seed-mean val/acc per step over its main seeds (steps every main seed evaluated)."""
-    g = curves[(curves["method"] == GRPO) & (curves["seed_set"] == "main")]
-    return g.pivot_table(index="step", columns="seed", values="val_acc").dropna().mean(axis=1).sort_index()
 
 
 def by_target(curves: pd.DataFrame, n_boot: int, fractions=FRACTIONS) -> list[dict]:
@@ -32,7 +26,7 @@ def by_target(curves: pd.DataFrame, n_boot: int, fractions=FRACTIONS) -> list[di
     start, peak = float(mean.iloc[0]), float(mean.max())
     rows = []
     for f in fractions:
-        target = peak if f == 1.0 else start + f * (peak - start)  # f = 1 is exactly the registered target
+        target = peak if f == 1.0 else start + f * (peak - start)  # f = 1 is exactly cell_target's value
         cross = crossings(curves, target)
         grpo = _rtts(cross, GRPO)
         rows.append({"fraction": f, "target": target, "aa": aa_ratio(cross, n_boot),
