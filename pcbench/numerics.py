@@ -1,4 +1,4 @@
-"""Pinned CPU arithmetic: the embedded path computes the same floats on any x86-64 CPU with AVX2.
+"""Pinned CPU arithmetic: the embedded path computes the same floats on any AVX2 CPU of one vendor.
 
 Why: torch picks its vectorised ATen kernels (softmax, RMSNorm, exp, the optimiser) by the CPU's
 capability (DEFAULT, AVX2, AVX512) and MKL picks its SGEMM code path by CPU model; each choice
@@ -8,7 +8,9 @@ ATEN_CPU_CAPABILITY=avx512 / avx2 / default, and the default warm start (which s
 transition of the add33 tier) stopped 1,000 SFT steps apart between two CPUs. Pinning ATen to
 AVX2 and MKL's conditional numerical reproducibility (CNR) to its AVX2 branch costs nothing on
 that machine; MKL_CBWR=COMPATIBLE with ATen DEFAULT would cover pre-2013 CPUs too but doubles
-the SFT time (docs/numerics.md has the measurements).
+the SFT time (docs/numerics.md has the measurements). MKL's AVX2 branch exists on Intel CPUs only (on
+others MKL runs its AUTO path), so an Intel and an AMD CPU still differ: measured 2026-12-06,
+the default warm start stops at 1,060 SFT steps on an Intel Xeon and 1,240 on AMD EPYCs.
 
 `pin()` sets both before the first torch operation (both are read lazily, at the first kernel
 dispatch and the first MKL call), unless the user set them or PCBENCH_NUMERICS=native. It runs
@@ -115,7 +117,31 @@ def mismatch(desc: dict | None = None) -> str | None:
     ref = reference()["machine"]
     if desc["fingerprint"] == ref["fingerprint"]:
         return None
+    same_libs = all(desc[k] == ref[k] for k in ("capability", "blas", "mkl_cbwr", "torch"))
+    # MKL's CNR branches other than COMPATIBLE exist on Intel CPUs only (elsewhere MKL runs its
+    # AUTO path), so an Intel and an AMD CPU with the same pins still round differently
+    why = "; same libraries and pins: MKL's AVX2 branch is Intel-only, other CPUs run MKL's own path" \
+        if same_libs and desc["cpu"] != ref["cpu"] else ""
     return (f"pcbench: numerics: this machine's arithmetic differs from the reference machine's (here "
-            f"CPU capability {desc['capability']}, {desc['blas']}, MKL_CBWR={desc['mkl_cbwr']}, torch "
-            f"{desc['torch']}; reference {ref['capability']}, {ref['blas']}, MKL_CBWR={ref['mkl_cbwr']}, "
-            f"torch {ref['torch']}): embedded numbers will differ from the committed ones (docs/numerics.md)")
+            f"{desc['cpu']}, CPU capability {desc['capability']}, {desc['blas']}, MKL_CBWR={desc['mkl_cbwr']}, torch "
+            f"{desc['torch']}; reference {ref['cpu']}, {ref['capability']}, {ref['blas']}, MKL_CBWR={ref['mkl_cbwr']}, "
+            f"torch {ref['torch']}{why}): embedded numbers will differ from the committed ones (docs/numerics.md)")
+
+
+BRANCHES = ("AVX2", "COMPATIBLE")   # the pin, and MKL's one branch documented for non-Intel CPUs too
+
+
+def branch_fingerprints() -> dict:
+    """{MKL_CBWR branch: fingerprint} under the pinned ATen capability, one process each (MKL
+    reads MKL_CBWR once, at its first call)."""
+    import subprocess
+    import sys
+
+    out = {}
+    for branch in BRANCHES:
+        env = {**os.environ, "MKL_CBWR": branch, "ATEN_CPU_CAPABILITY": PINS["ATEN_CPU_CAPABILITY"]}
+        env.pop("PCBENCH_NUMERICS", None)
+        done = subprocess.run([sys.executable, "-c", "from pcbench import numerics; print(numerics.fingerprint())"],
+                              env=env, capture_output=True, text=True, timeout=300)
+        out[branch] = done.stdout.strip().splitlines()[-1] if done.returncode == 0 else f"failed: {done.stderr[-200:]}"
+    return out

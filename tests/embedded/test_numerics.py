@@ -78,6 +78,27 @@ def test_mismatch_is_one_line_naming_capability_and_blas(monkeypatch):
     assert numerics.mismatch(numerics.reference()["machine"]) is None
 
 
+
+def test_mismatch_names_the_cpus_when_only_the_cpu_differs():
+    """An Intel and an AMD CPU with the same pins and libraries compute other floats (MKL's AVX2
+    branch is Intel-only): the line must say that, not list identical settings."""
+    ref = numerics.reference()["machine"]
+    other = "Intel(R) Xeon(R) Processor" if "AMD" in ref["cpu"] else "AMD EPYC"
+    line = numerics.mismatch({**ref, "fingerprint": "0" * 12, "cpu": other})
+    assert line is not None and "\n" not in line
+    assert other in line and ref["cpu"] in line and "Intel-only" in line
+    assert "Intel-only" not in numerics.mismatch({**ref, "fingerprint": "0" * 12, "capability": "DEFAULT"})
+
+
+@pytest.mark.skipif(not HAS_AVX2, reason="the pin is AVX2; this CPU has none")
+def test_branch_fingerprints_rerun_the_pinned_arithmetic_in_fresh_processes():
+    """`reference machine` reports the pinned branch as this (pinned) process computes it, and MKL's
+    COMPATIBLE branch as other floats: the per-branch probe measures what it names."""
+    if os.environ.get("ATEN_CPU_CAPABILITY", "avx2") != "avx2" or os.environ.get("PCBENCH_NUMERICS") == "native":
+        pytest.skip("the caller chose the arithmetic")
+    fps = numerics.branch_fingerprints()
+    assert fps["AVX2"] == numerics.fingerprint() and fps["COMPATIBLE"] != fps["AVX2"], fps
+
 @pytest.mark.slow
 @pytest.mark.skipif(not HAS_AVX2, reason="the pin is AVX2; this CPU has none (a run says so in one line)")
 def test_pinned_numbers_do_not_depend_on_capability_and_unpinned_ones_do(tmp_path):

@@ -2,6 +2,7 @@
 
     python -m pcbench.backends.embedded.reference check    # this machine vs the committed reference
     python -m pcbench.backends.embedded.reference write    # make this machine the reference (after a numerics change)
+    python -m pcbench.backends.embedded.reference machine  # only the fingerprint, under each MKL_CBWR branch (seconds)
 
 Three digests, cheapest first: the numerics fingerprint (pcbench/numerics.py: one pass through a
 small model, milliseconds), the default warm start's weights (conf/model/tiny.yaml +
@@ -66,11 +67,24 @@ def current(cache: Path) -> dict:
             "grpo_first_steps": {"steps": GRPO_STEPS, "digest": grpo}}
 
 
+def machine() -> int:
+    """This machine's arithmetic against the reference's, without training: the pinned fingerprint and
+    the one under MKL's COMPATIBLE branch (the branch MKL documents for non-Intel CPUs too)."""
+    desc, ref = numerics.describe(), numerics.reference()["machine"]
+    print(json.dumps({"here": desc, "reference": ref}))
+    print("numerics: " + " ".join(f"MKL_CBWR={b} {fp}" for b, fp in numerics.branch_fingerprints().items())
+          + f" on {desc['cpu']} (reference {ref['cpu']}: MKL_CBWR={ref['mkl_cbwr']} {ref['fingerprint']})")
+    print(numerics.mismatch(desc) or f"numerics: this machine computes as the reference machine ({ref['fingerprint']})")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pcbench.backends.embedded.reference", description=__doc__.split("\n\n")[0])
-    ap.add_argument("action", choices=["check", "write"])
+    ap.add_argument("action", choices=["check", "write", "machine"])
     ap.add_argument("--cache", type=Path, default=Path("results/.cache"), help="warm-start cache (default: results/.cache)")
     a = ap.parse_args(argv)
+    if a.action == "machine":
+        return machine()
     now = current(a.cache)
     if a.action == "write":
         numerics.REFERENCE.write_text(json.dumps(now, indent=1) + "\n")
