@@ -111,6 +111,16 @@ def reference() -> dict:
     return json.loads(REFERENCE.read_text())
 
 
+def known(fingerprint: str) -> dict | None:
+    """The committed identity measured on a machine with this fingerprint: the reference itself, one
+    of its `other_machines` (another CPU vendor: its own warm start and first GRPO steps), or None."""
+    ref = reference()
+    for entry in (ref, *ref.get("other_machines", [])):
+        if entry["machine"]["fingerprint"] == fingerprint:
+            return entry
+    return None
+
+
 def mismatch(desc: dict | None = None) -> str | None:
     """One line when this machine's arithmetic differs from the reference machine's, else None."""
     desc = desc or describe()
@@ -122,6 +132,10 @@ def mismatch(desc: dict | None = None) -> str | None:
     # AUTO path), so an Intel and an AMD CPU with the same pins still round differently
     why = "; same libraries and pins: MKL's AVX2 branch is Intel-only, other CPUs run MKL's own path" \
         if same_libs and desc["cpu"] != ref["cpu"] else ""
+    other = known(desc["fingerprint"])
+    if other is not None:  # a measured other vendor: say whose numbers these are
+        why += (f"; it computes as the {other['machine']['cpu']} recorded in pcbench/reference.json "
+                f"(warm start {other['warmstart']['digest']})")
     return (f"pcbench: numerics: this machine's arithmetic differs from the reference machine's (here "
             f"{desc['cpu']}, CPU capability {desc['capability']}, {desc['blas']}, MKL_CBWR={desc['mkl_cbwr']}, torch "
             f"{desc['torch']}; reference {ref['cpu']}, {ref['capability']}, {ref['blas']}, MKL_CBWR={ref['mkl_cbwr']}, "

@@ -90,6 +90,29 @@ def test_mismatch_names_the_cpus_when_only_the_cpu_differs():
     assert "Intel-only" not in numerics.mismatch({**ref, "fingerprint": "0" * 12, "capability": "DEFAULT"})
 
 
+
+def test_another_vendor_is_recorded_beside_the_reference_and_a_new_reference_drops_it(tmp_path, monkeypatch):
+    """`reference write --other` keeps the reference and adds this machine's identity; a run there is
+    told whose numbers it computes; `reference write` (the numbers changed) drops the stale entry."""
+    from pcbench.backends.embedded import reference as refcli
+
+    base = {"machine": numerics.reference()["machine"], "warmstart": {"digest": "a" * 16},
+            "grpo_first_steps": {"digest": "b" * 16}}
+    monkeypatch.setattr(numerics, "REFERENCE", tmp_path / "reference.json")
+    numerics.REFERENCE.write_text(json.dumps(base))
+    other = {"machine": {**base["machine"], "cpu": "Other CPU", "fingerprint": "f" * 12},
+             "warmstart": {"digest": "c" * 16}, "grpo_first_steps": {"digest": "d" * 16}}
+    refcli.write(other, other=True)
+    assert numerics.known("f" * 12)["warmstart"]["digest"] == "c" * 16
+    assert numerics.known(base["machine"]["fingerprint"])["warmstart"]["digest"] == "a" * 16
+    assert numerics.known("0" * 12) is None
+    line = numerics.mismatch(other["machine"])
+    assert "computes as the Other CPU" in line and "c" * 16 in line and "\n" not in line
+    refcli.write(other, other=True)  # the same CPU again replaces its entry
+    assert len(numerics.reference()["other_machines"]) == 1
+    refcli.write({**base, "warmstart": {"digest": "e" * 16}}, other=False)
+    assert "other_machines" not in numerics.reference() and numerics.known("f" * 12) is None
+
 @pytest.mark.skipif(not HAS_AVX2, reason="the pin is AVX2; this CPU has none")
 def test_branch_fingerprints_rerun_the_pinned_arithmetic_in_fresh_processes():
     """`reference machine` reports the pinned branch as this (pinned) process computes it, and MKL's

@@ -33,10 +33,12 @@ def test_default_warm_start_gives_solved_band_and_never_solved_prompts(default):
 
 
 def test_default_warm_start_and_first_grpo_steps_match_the_reference(default, cache, tmp_path):
-    ref = numerics.reference()
-    line = numerics.mismatch()
-    if line:
-        pytest.skip(line)
+    """Against the reference machine's digests, or those of the other vendor's machine this one
+    computes as (pcbench/reference.json's other_machines: an Intel CPU rounds MKL's AVX2 branch
+    otherwise than the AMD reference)."""
+    ref = numerics.known(numerics.fingerprint())
+    if ref is None:
+        pytest.skip(numerics.mismatch())
     assert default["digest"] == ref["warmstart"]["digest"], "the default warm start changed: rerun the README's " \
         "main job and `python -m pcbench.backends.embedded.reference write`, and say so in the benchmark files"
     assert reference.grpo_first_steps(cache, tmp_path) == ref["grpo_first_steps"]["digest"]

@@ -2,6 +2,7 @@
 
     python -m pcbench.backends.embedded.reference check    # this machine vs the committed reference
     python -m pcbench.backends.embedded.reference write    # make this machine the reference (after a numerics change)
+    python -m pcbench.backends.embedded.reference write --other  # record it as another vendor's identity
     python -m pcbench.backends.embedded.reference machine  # only the fingerprint, under each MKL_CBWR branch (seconds)
 
 Three digests, cheapest first: the numerics fingerprint (pcbench/numerics.py: one pass through a
@@ -82,15 +83,21 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pcbench.backends.embedded.reference", description=__doc__.split("\n\n")[0])
     ap.add_argument("action", choices=["check", "write", "machine"])
     ap.add_argument("--cache", type=Path, default=Path("results/.cache"), help="warm-start cache (default: results/.cache)")
+    ap.add_argument("--other", action="store_true", help="write: record this machine under other_machines "
+                    "(another CPU vendor) instead of making it the reference")
     a = ap.parse_args(argv)
     if a.action == "machine":
         return machine()
     now = current(a.cache)
     if a.action == "write":
-        numerics.REFERENCE.write_text(json.dumps(now, indent=1) + "\n")
-        print(f"wrote {numerics.REFERENCE}")
+        write(now, other=a.other)
         return 0
     ref = numerics.reference()
+    mine = numerics.known(now["machine"]["fingerprint"])
+    if mine is not None and mine["machine"]["fingerprint"] != ref["machine"]["fingerprint"]:
+        print(f"this machine computes as the {mine['machine']['cpu']} in other_machines (not the reference "
+              f"{ref['machine']['cpu']}, whose numbers the README and benchmarks quote): checking against it")
+        ref = mine
     rows = [("fingerprint", ref["machine"]["fingerprint"], now["machine"]["fingerprint"]),
             ("warm start", ref["warmstart"]["digest"], now["warmstart"]["digest"]),
             ("GRPO first steps", ref["grpo_first_steps"]["digest"], now["grpo_first_steps"]["digest"])]
@@ -100,6 +107,23 @@ def main(argv=None) -> int:
     if line:
         print(line)
     return 0 if all(w == g for _, w, g in rows) else 1
+
+
+def write(now: dict, other: bool) -> None:
+    """Make this machine the reference, or (`other`) record it under other_machines, replacing an
+    entry of the same CPU. A new reference drops the other machines: it means the numbers changed,
+    so theirs are stale until measured again there."""
+    ref = numerics.reference() if numerics.REFERENCE.exists() else {}
+    if other:
+        kept = [o for o in ref.get("other_machines", []) if o["machine"]["cpu"] != now["machine"]["cpu"]]
+        ref["other_machines"] = [*kept, now]
+        numerics.REFERENCE.write_text(json.dumps(ref, indent=1) + "\n")
+        print(f"wrote {numerics.REFERENCE} (other_machines: {now['machine']['cpu']})")
+        return
+    numerics.REFERENCE.write_text(json.dumps(now, indent=1) + "\n")
+    dropped = [o["machine"]["cpu"] for o in ref.get("other_machines", [])]
+    print(f"wrote {numerics.REFERENCE}" + (f"; dropped the now stale other_machines {dropped}: "
+                                          "measure them again there with `write --other`" if dropped else ""))
 
 
 if __name__ == "__main__":
