@@ -65,7 +65,8 @@ def test_exact_probability_is_the_frequency_of_the_gold_sample(tmp_path):
     se = np.sqrt(np.clip(exact * (1 - exact), 1e-4, None) / k)
     assert np.all(np.abs(freq - exact) <= 4 * se), np.c_[freq, exact]  # every problem within 4 SE
     assert abs(freq.mean() - exact.mean()) <= 3 * np.sqrt((exact * (1 - exact)).sum() / k) / len(probs)
-    assert verified.mean() >= freq.mean()  # the gold string verifies; other strings may too
+    assert verified.sum() >= hits.sum()  # the gold string verifies; other strings may too (counts: means of
+    # different shapes round differently, and equal counts are the common case)
 
 
 def test_exact_evaluation_is_deterministic_and_logs_no_measurement_noise(tmp_path):

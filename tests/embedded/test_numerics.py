@@ -59,6 +59,7 @@ def test_pin_sets_what_the_user_did_not():
     assert numerics.pin(env) == {} and env == {"PCBENCH_NUMERICS": "native"}
 
 
+
 def test_this_process_is_pinned():
     """pcbench is imported before any torch operation here (conftest), so the pin took effect."""
     import torch

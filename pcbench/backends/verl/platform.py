@@ -35,7 +35,11 @@ CPU_OVERRIDES: list[tuple[str, object, str]] = [
     ("actor_rollout_ref.ref.strategy", "fsdp2", "as the actor"),
     ("actor_rollout_ref.actor.fsdp_config.strategy", "fsdp2", "as the actor"),
     ("actor_rollout_ref.ref.fsdp_config.strategy", "fsdp2", "as the actor"),
-    ("actor_rollout_ref.model.override_config.attn_implementation", "sdpa", "default wants flash-attn (CUDA)"),
+    # not sdpa: its bf16 CPU kernel fails on an AMX CPU under pcbench's numerics pin ("pack_vnni2 is
+    # only supported when avx512 is supported"), and vLLM's CPU engine needs that pin there (bf16
+    # without it: "free(): invalid next size", its worker dies); measured on an Intel Xeon, 2026-12-06
+    ("actor_rollout_ref.model.override_config.attn_implementation", "eager",
+     "default wants flash-attn (CUDA); sdpa's bf16 CPU kernel fails on AMX CPUs under the numerics pin"),
     ("actor_rollout_ref.model.use_remove_padding", False, "remove-padding needs flash-attn's varlen kernels"),
     ("actor_rollout_ref.actor.use_torch_compile", False, "inductor on CPU: minutes of compile per shape"),
     ("actor_rollout_ref.actor.fsdp_config.use_torch_compile", False, "as above"),
