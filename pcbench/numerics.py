@@ -128,7 +128,7 @@ def mismatch(desc: dict | None = None) -> str | None:
     if desc["fingerprint"] == ref["fingerprint"]:
         return None
     same_libs = all(desc[k] == ref[k] for k in ("capability", "blas", "mkl_cbwr", "torch"))
-    # MKL's CNR branches other than COMPATIBLE exist on Intel CPUs only (elsewhere MKL runs its
+    # MKL's CNR branches other than AUTO and COMPATIBLE exist on Intel CPUs only (elsewhere MKL runs its
     # AUTO path), so an Intel and an AMD CPU with the same pins still round differently
     why = "; same libraries and pins: MKL's AVX2 branch is Intel-only, other CPUs run MKL's own path" \
         if same_libs and desc["cpu"] != ref["cpu"] else ""
