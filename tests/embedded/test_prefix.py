@@ -1,6 +1,7 @@
 """Each prompt runs once per step: the sampler's shared prefill gives the rows the numbers a
-per-row prefill gives (exactly where the BLAS computes rows independently), and the update's shared-prompt log-probs are the padded
-batch's log-probs (to rounding) with the same gradient (to rounding)."""
+per-row prefill gives (exactly where the BLAS computes rows independently), and the update's
+shared-prompt log-probs are the padded batch's log-probs (to rounding) with the same gradient
+(to rounding)."""
 
 import random
 

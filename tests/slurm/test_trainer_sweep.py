@@ -91,8 +91,9 @@ def test_requeued_trainer_job_resumes_from_its_checkpoint(needs_accounting, trai
     import time
 
     # The first attempt ignores SIGTERM and runs on for KillWait (5 s) after the requeue; it must
-    # be SIGKILLed before it finishes. Measured: 6 steps/s here, 17 steps/s on CI's machine (80
-    # steps were too few there: the attempt finished inside KillWait). 300 steps leave 3.5x margin.
+    # be SIGKILLed before it finishes. Measured: 6 steps/s on the AMD development machine, 17 steps/s
+    # on CI's machine (80 steps were too few there: the attempt finished inside KillWait). 300 steps
+    # leave 3.5x margin.
     STEPS = 300
     results = tmp_path / "results"
     cache = needs_accounting.dir / "pcbench-cache"
