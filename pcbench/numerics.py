@@ -1,23 +1,23 @@
-"""Pinned CPU arithmetic: the embedded path computes the same floats on any AVX2 CPU of one vendor.
+"""Pinned CPU arithmetic: the embedded path computes the same floats on any x86-64 CPU with AVX2 + FMA.
 
 Why: torch picks its vectorised ATen kernels (softmax, RMSNorm, exp, the optimiser) by the CPU's
-capability (DEFAULT, AVX2, AVX512) and MKL picks its SGEMM code path by CPU model; each choice
-rounds differently. Measured on one machine (AMD EPYC with AVX-512, torch 2.13.0+cpu, MKL
+capability (DEFAULT, AVX2, AVX512) and MKL picks its SGEMM code path by CPU vendor and model; each
+choice rounds differently. Measured on one machine (AMD EPYC with AVX-512, torch 2.13.0+cpu, MKL
 2024.2, one thread): 40 SFT steps of the default model gave three different weight digests under
 ATEN_CPU_CAPABILITY=avx512 / avx2 / default, and the default warm start (which stops at an abrupt
-transition of the add33 tier) stopped 1,000 SFT steps apart between two CPUs. Pinning ATen to
-AVX2 and MKL's conditional numerical reproducibility (CNR) to its AVX2 branch costs nothing on
-that machine; MKL_CBWR=COMPATIBLE with ATen DEFAULT would cover pre-2013 CPUs too but doubles
-the SFT time (docs/numerics.md has the measurements). MKL's AVX2 branch exists on Intel CPUs only (on
-others MKL runs its AUTO path), so an Intel and an AMD CPU still differ: measured 2026-12-06,
-the default warm start stops at 1,060 SFT steps on an Intel Xeon and 1,240 on AMD EPYCs.
+transition of the add33 tier) stopped 1,000 SFT steps apart between two CPUs. Pinning ATen to AVX2
+costs nothing there. MKL's reproducibility branches (MKL_CBWR) align the CPUs of one vendor only:
+an Intel Xeon and the AMD EPYCs differed under every branch, COMPATIBLE included (2026-12-06), so
+the embedded model's matrix products no longer go to MKL at all but to pcbench/detmm.py, whose
+fixed-order kernel any AVX2 + FMA CPU rounds alike, at about MKL's speed (docs/numerics.md).
 
-`pin()` sets both before the first torch operation (both are read lazily, at the first kernel
-dispatch and the first MKL call), unless the user set them or PCBENCH_NUMERICS=native. It runs
-when pcbench is imported. `describe()` says what this process computes with; `fingerprint()` is
-a digest of one small forward/backward/update/sampling pass through the embedded model, compared
-with the reference machine's (`reference.json`) so that a machine whose arithmetic still differs
-says so in one line instead of silently producing other numbers.
+`pin()` sets ATEN_CPU_CAPABILITY=avx2 (and MKL_CBWR=AVX2, for what else runs on MKL) before the
+first torch operation (both are read lazily), unless the user set them or PCBENCH_NUMERICS=native,
+which also keeps torch's own products. It runs when pcbench is imported. `describe()` says what
+this process computes with; `fingerprint()` is a digest of one small
+forward/backward/update/sampling pass through the embedded model, compared with the reference
+machine's (`reference.json`) so that a machine whose arithmetic still differs says so in one line
+instead of silently producing other numbers.
 """
 
 from __future__ import annotations
@@ -40,6 +40,11 @@ def pin(environ=os.environ) -> dict:
     for key, value in PINS.items():
         environ.setdefault(key, value)
     return {k: environ[k] for k in PINS}
+
+
+def deterministic() -> bool:
+    """Whether the embedded model's matrix products go through pcbench/detmm.py (not PCBENCH_NUMERICS=native)."""
+    return os.environ.get("PCBENCH_NUMERICS", "pinned") != "native"
 
 
 def cpu_model() -> str:
@@ -70,7 +75,7 @@ def describe() -> dict:
 
     return {"cpu": cpu_model(), "capability": torch.backends.cpu.get_cpu_capability(), "blas": blas(),
             "mkl_cbwr": os.environ.get("MKL_CBWR", "unset"), "pinned": os.environ.get("PCBENCH_NUMERICS", "pinned"),
-            "torch": torch.__version__, "threads": torch.get_num_threads(), "fingerprint": fingerprint()}
+            "matmul": "pcbench detgemm" if deterministic() else "torch", "torch": torch.__version__, "threads": torch.get_num_threads(), "fingerprint": fingerprint()}
 
 
 @lru_cache(maxsize=1)
@@ -91,6 +96,10 @@ def fingerprint() -> str:
                 vocab_size=24, hidden_size=128, intermediate_size=384, num_hidden_layers=2, num_attention_heads=4,
                 num_key_value_heads=2, max_position_embeddings=64, tie_word_embeddings=True,
                 attn_implementation="eager"))
+        if deterministic():
+            from pcbench import detmm
+
+            detmm.install(model)
         ids = torch.from_numpy(np.random.default_rng(0).integers(0, 24, size=(8, 24)))  # (8, 24)
         logits = model(input_ids=ids).logits  # (8, 24, 24)
         loss = -torch.log_softmax(logits[:, :-1], -1).gather(-1, ids[:, 1:, None]).mean()
@@ -127,18 +136,18 @@ def mismatch(desc: dict | None = None) -> str | None:
     ref = reference()["machine"]
     if desc["fingerprint"] == ref["fingerprint"]:
         return None
-    same_libs = all(desc[k] == ref[k] for k in ("capability", "blas", "mkl_cbwr", "torch"))
-    # MKL's CNR branches other than AUTO and COMPATIBLE exist on Intel CPUs only (elsewhere MKL runs its
-    # AUTO path), so an Intel and an AMD CPU with the same pins still round differently
-    why = "; same libraries and pins: MKL's AVX2 branch is Intel-only, other CPUs run MKL's own path" \
-        if same_libs and desc["cpu"] != ref["cpu"] else ""
+    same_libs = all(desc.get(k) == ref.get(k) for k in ("capability", "blas", "matmul", "torch"))
+    # with the same ATen kernels and pcbench's own matrix products two CPUs should round alike
+    # (docs/numerics.md); a difference left then is one nobody has measured yet
+    why = ("; same pins and libraries: please report it with `python -m pcbench.backends.embedded.reference "
+           "machine`'s output") if same_libs and desc["cpu"] != ref["cpu"] else ""
     other = known(desc["fingerprint"])
     if other is not None:  # a measured other vendor: say whose numbers these are
         why += (f"; it computes as the {other['machine']['cpu']} recorded in pcbench/reference.json "
                 f"(warm start {other['warmstart']['digest']})")
     return (f"pcbench: numerics: this machine's arithmetic differs from the reference machine's (here "
-            f"{desc['cpu']}, CPU capability {desc['capability']}, {desc['blas']}, MKL_CBWR={desc['mkl_cbwr']}, torch "
-            f"{desc['torch']}; reference {ref['cpu']}, {ref['capability']}, {ref['blas']}, MKL_CBWR={ref['mkl_cbwr']}, "
+            f"{desc['cpu']}, CPU capability {desc['capability']}, {desc.get('matmul')} matmul, {desc['blas']}, torch "
+            f"{desc['torch']}; reference {ref['cpu']}, {ref['capability']}, {ref.get('matmul')} matmul, {ref['blas']}, "
             f"torch {ref['torch']}{why}): embedded numbers will differ from the committed ones (docs/numerics.md)")
 
 

@@ -1,4 +1,5 @@
-"""What only the embedded backend can check at composition: its synthetic task can be drawn.
+"""What only the embedded backend can check at composition: its deterministic matmul builds and
+runs here (pcbench/detmm.py), and its synthetic task can be drawn.
 
 The task is generated from `data.*` in milliseconds, so drawing it here turns sizes the tiers
 cannot hold (more distinct problems than exist) into a one-line config error instead of a
@@ -17,7 +18,11 @@ _DRAWN: set[str] = set()  # data configs already drawn once in this process (a s
 
 
 def check_backend_config(cfg) -> None:
+    from pcbench import detmm, numerics
     from pcbench.backends.embedded.task import SyntheticTask
+
+    if numerics.deterministic() and (why := detmm.available()):  # a C compiler, AVX2 + FMA (pcbench/detmm.py)
+        raise ConfigError(why)
 
     key = json.dumps([OmegaConf.to_container(cfg.data, resolve=True),
                       (cfg.model.get("warmstart") or {}).get("stop_tier")], sort_keys=True)

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 from transformers.models.qwen2.modeling_qwen2 import apply_rotary_pos_emb, eager_attention_forward
 
 from pcbench.backends.embedded.sampler import left_pad, unique_rows
@@ -80,7 +81,9 @@ def _layer(layer, h, cos, sin, mask, past=None):
     own = (k, v)
     if past is not None:
         k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)
-    out, _ = eager_attention_forward(attn, q, k, v, mask, scaling=attn.scaling)
+    # the model's own eager attention: pcbench/detmm.py's products unless PCBENCH_NUMERICS=native
+    attend = ALL_ATTENTION_FUNCTIONS.get_interface(attn.config._attn_implementation, eager_attention_forward)
+    out, _ = attend(attn, q, k, v, mask, scaling=attn.scaling)
     h = h + attn.o_proj(out.reshape(*x.shape[:-1], -1).contiguous())
     h = h + layer.mlp(layer.post_attention_layernorm(h))
     return h, own

@@ -1,0 +1,239 @@
+"""Matrix products that round the same on every x86-64 CPU, for the embedded model.
+
+Why: every fp32 matrix product of the embedded path went to MKL, and MKL picks its code path by
+CPU vendor and model. Its reproducibility branches (MKL_CBWR) align CPUs of one vendor only:
+measured 2026-12, the pinned fingerprint was 755e28e2e297 on AMD EPYCs and d6bb2a69a687 on an
+Intel Xeon, and even MKL_CBWR=COMPATIBLE (the branch MKL documents for non-Intel CPUs) gave
+609b6aaf8bdb on AMD against f37a8e5554fb on Intel. So the default warm start stopped 180 SFT steps
+apart on the two vendors and every README number moved. pcbench/detgemm.c computes each element
+as one fused multiply-add chain in a fixed order (see there), which any CPU with AVX2 + FMA rounds
+alike, at about MKL's speed on these shapes (docs/numerics.md). ATen's own kernels (softmax,
+RMSNorm, AdamW) stay pinned to AVX2 by pcbench/numerics.py.
+
+`install(model)` routes a transformers model's nn.Linear layers and eager attention products
+through it (same parameters, same state_dict); `available()` says whether this machine can, and
+why not. The C source is compiled once per machine with the system's C compiler into a cache
+folder (~/.cache/pcbench/kernels, or $PCBENCH_KERNEL_CACHE).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
+from pathlib import Path
+
+import torch
+
+SOURCE = Path(__file__).with_name("detgemm.c")
+FLAGS = ["-O2", "-mavx2", "-mfma", "-ffp-contract=off", "-fno-fast-math", "-fPIC", "-shared"]
+PARALLEL_MIN = 1 << 21  # multiply-adds below which one thread does the whole product (pool overhead)
+
+
+class DetMMUnavailable(RuntimeError):
+    """This machine cannot build or run pcbench/detgemm.c; the message says what to do."""
+
+
+def _cpu_flags() -> set[str]:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def _cache_dir() -> Path:
+    root = os.environ.get("PCBENCH_KERNEL_CACHE") or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "pcbench" / "kernels"
+    return Path(root)
+
+
+def _build(target: Path) -> None:
+    cc = shutil.which(os.environ.get("CC") or "cc") or shutil.which("gcc")
+    if not cc:
+        raise DetMMUnavailable("the embedded path's deterministic matmul needs a C compiler (none of $CC, cc, "
+                               "gcc found): install one (apt-get install gcc), or set PCBENCH_NUMERICS=native to use "
+                               "torch's (the numbers then depend on the CPU)")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)  # parallel workers: build apart, rename atomically
+    os.close(fd)
+    done = subprocess.run([cc, *FLAGS, "-o", tmp, str(SOURCE)], capture_output=True, text=True)
+    if done.returncode != 0:
+        os.unlink(tmp)
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise DetMMUnavailable(f"building pcbench/detgemm.c with {cc} failed ({last}); fix the compiler, "
+                               "or set PCBENCH_NUMERICS=native to use torch's matmul (the numbers then depend on the CPU)")
+    os.replace(tmp, target)
+
+
+@lru_cache(maxsize=1)
+def _lib() -> ctypes.CDLL:
+    missing = {"avx2", "fma"} - _cpu_flags()
+    if missing:
+        raise DetMMUnavailable(f"this CPU lacks {', '.join(sorted(missing))}, which the embedded path's "
+                               "deterministic matmul needs; set PCBENCH_NUMERICS=native to use torch's (the numbers "
+                               "then depend on the CPU)")
+    digest = hashlib.sha256(SOURCE.read_bytes() + " ".join(FLAGS).encode()).hexdigest()[:16]
+    target = _cache_dir() / f"detgemm-{digest}.so"
+    if not target.exists():
+        try:
+            _build(target)
+        except OSError as e:  # an unwritable cache folder: build into a private temporary one
+            target = Path(tempfile.mkdtemp(prefix="pcbench-kernels-")) / target.name
+            _build(target)
+    lib = ctypes.CDLL(str(target))
+    i64, ptr = ctypes.c_int64, ctypes.c_void_p
+    lib.pcbench_det_gemm.argtypes = [i64, i64, i64, i64, ptr, i64, i64, i64, ptr, i64, i64, ptr, i64, i64, ptr]
+    lib.pcbench_det_gemm.restype = None
+    return lib
+
+
+def available() -> str | None:
+    """None when the deterministic matmul runs here, else the one-line reason."""
+    try:
+        _lib()
+    except DetMMUnavailable as e:
+        return str(e)
+    return None
+
+
+@lru_cache(maxsize=4)
+def _pool(threads: int) -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=threads, thread_name_prefix="pcbench-detmm")
+
+
+def bmm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """a (batch, M, K) @ b (batch, K, N) -> (batch, M, N), fp32, no autograd. `a` may have any strides;
+    `b` is copied only when its last dimension is not contiguous. Rows (or batches) are split over
+    torch's thread count: an element's arithmetic does not depend on which thread computes it."""
+    if a.dtype != torch.float32 or b.dtype != torch.float32 or a.device.type != "cpu":
+        raise TypeError(f"detmm: fp32 CPU tensors only (got {a.dtype} on {a.device}, {b.dtype})")
+    if b.stride(-1) != 1 and b.size(-1) > 1:
+        b = b.contiguous()
+    batch, M, K = a.shape
+    N = b.size(-1)
+    out = torch.empty(batch, M, N, dtype=torch.float32)
+    lib = _lib()
+    threads = torch.get_num_threads()
+    parts = 1 if threads == 1 or batch * M * N * K < PARALLEL_MIN else threads
+
+    def run(b0: int, b1: int, r0: int, r1: int) -> None:
+        scratch = torch.empty((r1 - r0) * N if K > 256 else 1, dtype=torch.float32)
+        lib.pcbench_det_gemm(b1 - b0, r1 - r0, N, K, a.data_ptr() + 4 * (b0 * a.stride(0) + r0 * a.stride(1)),
+                             a.stride(0), a.stride(1), a.stride(2), b.data_ptr() + 4 * b0 * b.stride(0), b.stride(0),
+                             b.stride(1), out.data_ptr() + 4 * (b0 * M * N + r0 * N), M * N, N, scratch.data_ptr())
+
+    if parts == 1:
+        run(0, batch, 0, M)
+    elif batch >= parts:
+        edges = [batch * p // parts for p in range(parts + 1)]
+        list(_pool(parts).map(lambda p: run(edges[p], edges[p + 1], 0, M), range(parts)))
+    else:  # rows, in whole register tiles of 6 (a tile's rows never depend on each other anyway)
+        edges = [min(M, -(-M * p // parts // 6) * 6) for p in range(parts)] + [M]
+        list(_pool(parts).map(lambda p: [run(i, i + 1, edges[p], edges[p + 1]) for i in range(batch)], range(parts)))
+    return out
+
+
+def _matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Broadcasting a (..., M, K) @ b (..., K, N) -> (..., M, N) through bmm (no autograd)."""
+    batch = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    a3 = a.expand(*batch, *a.shape[-2:]).reshape(-1, *a.shape[-2:])
+    b3 = b.expand(*batch, *b.shape[-2:]).reshape(-1, *b.shape[-2:])
+    return bmm(a3, b3).reshape(*batch, a.size(-2), b.size(-1))
+
+
+def _unbroadcast(grad: torch.Tensor, shape: torch.Size) -> torch.Tensor:
+    """Sum a gradient over the batch dimensions its operand was broadcast along."""
+    while grad.dim() > len(shape):
+        grad = grad.sum(0)
+    dims = [i for i, s in enumerate(shape[:-2]) if s == 1 and grad.size(i) != 1]
+    return grad.sum(dims, keepdim=True) if dims else grad
+
+
+class MatMul(torch.autograd.Function):
+    """a (..., M, K) @ b (..., K, N); both gradients through the same deterministic kernel."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return _matmul(a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        ga = gb = None
+        if ctx.needs_input_grad[0]:
+            ga = _unbroadcast(_matmul(grad, b.transpose(-1, -2)), a.shape)
+        if ctx.needs_input_grad[1]:
+            gb = _unbroadcast(_matmul(a.transpose(-1, -2), grad), b.shape)
+        return ga, gb
+
+
+class Linear(torch.autograd.Function):
+    """x (..., in) @ weight (out, in)^T + bias (out,) -> (..., out)."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias):
+        x2 = x.reshape(-1, x.size(-1))  # (rows, in)
+        ctx.save_for_backward(x2, weight)
+        ctx.has_bias, ctx.shape = bias is not None, x.shape
+        y = bmm(x2[None], weight.t()[None])[0]  # (rows, out)
+        if bias is not None:
+            y += bias
+        return y.reshape(*x.shape[:-1], weight.size(0))
+
+    @staticmethod
+    def backward(ctx, grad):
+        x2, weight = ctx.saved_tensors
+        g2 = grad.reshape(-1, grad.size(-1))  # (rows, out)
+        gx = bmm(g2[None], weight[None])[0].reshape(ctx.shape) if ctx.needs_input_grad[0] else None
+        gw = bmm(g2.t()[None], x2[None])[0] if ctx.needs_input_grad[1] else None  # (out, in), a chain over rows
+        gb = g2.sum(0) if ctx.has_bias and ctx.needs_input_grad[2] else None
+        return gx, gw, gb
+
+
+class DetLinear(torch.nn.Linear):
+    """nn.Linear whose product is deterministic; the class swap keeps parameters, ties and state_dict."""
+
+    def forward(self, x):
+        return Linear.apply(x, self.weight, self.bias)
+
+
+def eager_attention(module, query, key, value, attention_mask, scaling, dropout=0.0, **kwargs):
+    """transformers' eager attention (Qwen2: grouped keys repeated per query head) with both products
+    deterministic. query (B, H, Tq, D), key / value (B, Hkv, Tk, D) -> (B, Tq, H, D), weights."""
+    groups = query.size(1) // key.size(1)
+    key = key.repeat_interleave(groups, dim=1) if groups > 1 else key  # (B, H, Tk, D)
+    value = value.repeat_interleave(groups, dim=1) if groups > 1 else value
+    weights = MatMul.apply(query, key.transpose(2, 3)) * scaling  # (B, H, Tq, Tk)
+    if attention_mask is not None:
+        weights = weights + attention_mask
+    weights = torch.nn.functional.softmax(weights, dim=-1, dtype=torch.float32).to(query.dtype)
+    weights = torch.nn.functional.dropout(weights, p=dropout, training=module.training)
+    out = MatMul.apply(weights, value).transpose(1, 2).contiguous()  # (B, Tq, H, D)
+    return out, weights
+
+
+ATTENTION = "pcbench_deterministic"
+
+
+def install(model: torch.nn.Module) -> torch.nn.Module:
+    """Route `model`'s linear layers and attention products through the deterministic kernel, in place.
+    Raises DetMMUnavailable (one actionable line) before anything changes when this machine cannot."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
+
+    _lib()
+    AttentionInterface.register(ATTENTION, eager_attention)
+    AttentionMaskInterface.register(ATTENTION, ALL_MASK_ATTENTION_FUNCTIONS["eager"])  # the same additive mask
+    for module in model.modules():
+        if type(module) is torch.nn.Linear:
+            module.__class__ = DetLinear
+    model.config._attn_implementation = ATTENTION
+    return model
