@@ -24,15 +24,13 @@ import os
 import shutil
 import subprocess
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 
 import torch
 
 SOURCE = Path(__file__).with_name("detgemm.c")
-FLAGS = ["-O2", "-mavx2", "-mfma", "-ffp-contract=off", "-fno-fast-math", "-fPIC", "-shared"]
-PARALLEL_MIN = 1 << 21  # multiply-adds below which one thread does the whole product (pool overhead)
+FLAGS = ["-O2", "-mavx2", "-mfma", "-ffp-contract=off", "-fno-fast-math", "-fopenmp", "-fPIC", "-shared"]
 
 
 class DetMMUnavailable(RuntimeError):
@@ -89,7 +87,7 @@ def _lib() -> ctypes.CDLL:
             _build(target)
     lib = ctypes.CDLL(str(target))
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
-    lib.pcbench_det_gemm.argtypes = [i64, i64, i64, i64, ptr, i64, i64, i64, ptr, i64, i64, ptr, i64, i64, ptr]
+    lib.pcbench_det_gemm.argtypes = [i64, i64, i64, i64, ptr, i64, i64, i64, ptr, i64, i64, ptr, i64, i64, ctypes.c_int]
     lib.pcbench_det_gemm.restype = None
     return lib
 
@@ -103,14 +101,9 @@ def available() -> str | None:
     return None
 
 
-@lru_cache(maxsize=4)
-def _pool(threads: int) -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=threads, thread_name_prefix="pcbench-detmm")
-
-
 def bmm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """a (batch, M, K) @ b (batch, K, N) -> (batch, M, N), fp32, no autograd. `a` may have any strides;
-    `b` is copied only when its last dimension is not contiguous. Rows (or batches) are split over
+    `b` is copied only when its last dimension is not contiguous. Batches (or rows) are split over
     torch's thread count: an element's arithmetic does not depend on which thread computes it."""
     if a.dtype != torch.float32 or b.dtype != torch.float32 or a.device.type != "cpu":
         raise TypeError(f"detmm: fp32 CPU tensors only (got {a.dtype} on {a.device}, {b.dtype})")
@@ -119,24 +112,8 @@ def bmm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     batch, M, K = a.shape
     N = b.size(-1)
     out = torch.empty(batch, M, N, dtype=torch.float32)
-    lib = _lib()
-    threads = torch.get_num_threads()
-    parts = 1 if threads == 1 or batch * M * N * K < PARALLEL_MIN else threads
-
-    def run(b0: int, b1: int, r0: int, r1: int) -> None:
-        scratch = torch.empty((r1 - r0) * N if K > 256 else 1, dtype=torch.float32)
-        lib.pcbench_det_gemm(b1 - b0, r1 - r0, N, K, a.data_ptr() + 4 * (b0 * a.stride(0) + r0 * a.stride(1)),
-                             a.stride(0), a.stride(1), a.stride(2), b.data_ptr() + 4 * b0 * b.stride(0), b.stride(0),
-                             b.stride(1), out.data_ptr() + 4 * (b0 * M * N + r0 * N), M * N, N, scratch.data_ptr())
-
-    if parts == 1:
-        run(0, batch, 0, M)
-    elif batch >= parts:
-        edges = [batch * p // parts for p in range(parts + 1)]
-        list(_pool(parts).map(lambda p: run(edges[p], edges[p + 1], 0, M), range(parts)))
-    else:  # rows, in whole register tiles of 6 (a tile's rows never depend on each other anyway)
-        edges = [min(M, -(-M * p // parts // 6) * 6) for p in range(parts)] + [M]
-        list(_pool(parts).map(lambda p: [run(i, i + 1, edges[p], edges[p + 1]) for i in range(batch)], range(parts)))
+    _lib().pcbench_det_gemm(batch, M, N, K, a.data_ptr(), a.stride(0), a.stride(1), a.stride(2), b.data_ptr(),
+                            b.stride(0), b.stride(1), out.data_ptr(), M * N, N, torch.get_num_threads())
     return out
 
 
@@ -183,7 +160,7 @@ class Linear(torch.autograd.Function):
         x2 = x.reshape(-1, x.size(-1))  # (rows, in)
         ctx.save_for_backward(x2, weight)
         ctx.has_bias, ctx.shape = bias is not None, x.shape
-        y = bmm(x2[None], weight.t()[None])[0]  # (rows, out)
+        y = bmm(x2[None], weight.t()[None])[0]  # (rows, out); the (in, out) copy of the weight is small
         if bias is not None:
             y += bias
         return y.reshape(*x.shape[:-1], weight.size(0))
@@ -206,18 +183,28 @@ class DetLinear(torch.nn.Linear):
 
 
 def eager_attention(module, query, key, value, attention_mask, scaling, dropout=0.0, **kwargs):
-    """transformers' eager attention (Qwen2: grouped keys repeated per query head) with both products
-    deterministic. query (B, H, Tq, D), key / value (B, Hkv, Tk, D) -> (B, Tq, H, D), weights."""
-    groups = query.size(1) // key.size(1)
-    key = key.repeat_interleave(groups, dim=1) if groups > 1 else key  # (B, H, Tk, D)
-    value = value.repeat_interleave(groups, dim=1) if groups > 1 else value
-    weights = MatMul.apply(query, key.transpose(2, 3)) * scaling  # (B, H, Tq, Tk)
+    """transformers' eager attention for grouped keys (Qwen2) with both products deterministic.
+    query (B, H, Tq, D), key / value (B, Hkv, Tk, D) -> (B, Tq, H, D), weights (B, H, Tq, Tk).
+
+    The H / Hkv query heads of one key head are consecutive (transformers' repeat_kv), so they are
+    taken as one (g * Tq)-row product against that head's keys instead of repeating the keys. When
+    there are fewer query rows than keys (decoding: Tq = 1) the scores are computed transposed,
+    keys @ queries^T, which copies the few queries rather than all cached keys; fma(k, q, c) is
+    fma(q, k, c), so every score is the same float either way."""
+    B, H, Tq, D = query.shape
+    Hkv, Tk = key.size(1), key.size(2)
+    q = query.reshape(B, Hkv, H // Hkv * Tq, D)  # (B, Hkv, g*Tq, D)
+    if q.size(2) < Tk:
+        scores = MatMul.apply(key, q.transpose(2, 3)).transpose(2, 3)  # (B, Hkv, g*Tq, Tk)
+    else:
+        scores = MatMul.apply(q, key.transpose(2, 3))
+    weights = scores.reshape(B, H, Tq, Tk) * scaling
     if attention_mask is not None:
         weights = weights + attention_mask
     weights = torch.nn.functional.softmax(weights, dim=-1, dtype=torch.float32).to(query.dtype)
     weights = torch.nn.functional.dropout(weights, p=dropout, training=module.training)
-    out = MatMul.apply(weights, value).transpose(1, 2).contiguous()  # (B, Tq, H, D)
-    return out, weights
+    out = MatMul.apply(weights.reshape(B, Hkv, H // Hkv * Tq, Tk), value)  # (B, Hkv, g*Tq, D)
+    return out.reshape(B, H, Tq, D).transpose(1, 2).contiguous(), weights
 
 
 ATTENTION = "pcbench_deterministic"

@@ -44,11 +44,16 @@ def _digest(blob: dict) -> str:
 
 def cache_key(cfg) -> str:
     """The warm start's identity: the model (with its warmstart block), the SFT data, the probe's
-    RL sampling settings (train.temperature / top_p)."""
+    RL sampling settings (train.temperature / top_p), and the arithmetic that trains it (the numerics
+    fingerprint: a cache from before a numerics change, or from another machine's floats on a shared
+    disk, is not reused as if it were this one's)."""
+    from pcbench import numerics
+
     data = OmegaConf.to_container(cfg.data, resolve=True)
     return _digest({"model": OmegaConf.to_container(cfg.model, resolve=True),
                     "data": {k: data.get(k) for k in WARMSTART_DATA_KEYS},
-                    "sampling": [float(cfg.train.temperature), float(cfg.train.top_p)], "v": 3})
+                    "sampling": [float(cfg.train.temperature), float(cfg.train.top_p)],
+                    "numerics": numerics.fingerprint(), "v": 3})
 
 
 def pool_key(cfg) -> str:
