@@ -41,6 +41,8 @@ def warmstart_notice(provenance: dict | None) -> str:
     what = ("warm start(s) `" + "`, `".join(digests) + "`") if digests else LEGACY
     cons = f" + {today['consolidation_steps']:,} consolidation steps" if today.get("consolidation_steps") else ""
     cons += f" + {today['top_up_steps']:,} top-up steps" if today.get("top_up_steps") else ""
+    own = numerics.reference()["machine"].get("matmul") == "pcbench detgemm"
+    arithmetic = "pinned AVX2 arithmetic" + (" and pcbench's own matrix products, since 2026-12-06" if own else "")
     return (f"**Measured from {what}; today's default warm start differs** (digest `{today['digest']}`: "
-            f"{today['sft_steps']:,} SFT steps{cons} on pinned AVX2 arithmetic; pcbench/reference.json). The "
+            f"{today['sft_steps']:,} SFT steps{cons} on {arithmetic}; pcbench/reference.json). The "
             f"numbers below are those runs'; rerun the command for today's.")
