@@ -48,8 +48,9 @@ def _cpu_flags() -> set[str]:
 
 
 def _cache_dir() -> Path:
-    root = os.environ.get("PCBENCH_KERNEL_CACHE") or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "pcbench" / "kernels"
-    return Path(root)
+    if os.environ.get("PCBENCH_KERNEL_CACHE"):
+        return Path(os.environ["PCBENCH_KERNEL_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "pcbench" / "kernels"
 
 
 def _build(target: Path) -> None:
@@ -82,9 +83,11 @@ def _lib() -> ctypes.CDLL:
     if not target.exists():
         try:
             _build(target)
-        except OSError as e:  # an unwritable cache folder: build into a private temporary one
+        except OSError:  # an unwritable cache folder: build into a private temporary one
             target = Path(tempfile.mkdtemp(prefix="pcbench-kernels-")) / target.name
             _build(target)
+    # torch is imported (top of this module), so its libgomp.so.1 is loaded and the kernel's OpenMP
+    # binds to that same runtime: torch's own threads, not a second pool
     lib = ctypes.CDLL(str(target))
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     lib.pcbench_det_gemm.argtypes = [i64, i64, i64, i64, ptr, i64, i64, i64, ptr, i64, i64, ptr, i64, i64, ctypes.c_int]
