@@ -56,7 +56,9 @@ def test_the_exact_probe_stops_at_the_first_check_at_or_above_the_rate(tmp_path)
     stop = report["stop"]
     assert stop["measure"] == "exact" and stop["prompts"] == 128
     assert stop["reached_at"] == report["sft_steps"] < 400 and report["sft_steps"] % 10 == 0
-    assert stop["trace"][-1][1] >= 0.01 > max((acc for _, acc in stop["trace"][:-1]), default=0.0)
+    # the first read at or above the rate ends it; the trace is rounded to 4 digits, so an earlier read
+    # just under it (0.00996) shows as 0.01 (seen with ATen's DEFAULT kernels)
+    assert stop["trace"][-1][1] >= 0.01 >= max((acc for _, acc in stop["trace"][:-1]), default=0.0)
 
 
 def test_the_top_up_brings_the_tier_back_to_the_rate_after_consolidation(tmp_path):
