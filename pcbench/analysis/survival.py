@@ -73,9 +73,16 @@ def aft_speedup(base: pd.DataFrame, other: pd.DataFrame, model: str = "weibull")
         b, se = float(fitter.params_[(param, "x")]), float(fitter.standard_errors_[(param, "x")])
     except Exception:  # lifelines' ConvergenceError and singular Hessians: reported as no fit
         return empty
-    if not (math.isfinite(b) and math.isfinite(se)):
-        return empty
-    return {"speedup": math.exp(-b), "low": math.exp(-b - Z * se), "high": math.exp(-b + Z * se), "model": model}
+    ratios = wald_ratios(b, se)
+    return {**ratios, "model": model} if ratios else empty
+
+
+def wald_ratios(b: float, se: float) -> dict | None:
+    """exp(-b) and its Wald 95% interval; None for a diverged fit (a non-finite coefficient, or one so
+    large that exp overflows: seen when one arm of a tiny map reaches the target and the other never)."""
+    if not (math.isfinite(b) and math.isfinite(se)) or abs(b) + Z * abs(se) > 700:
+        return None
+    return {"speedup": math.exp(-b), "low": math.exp(-b - Z * se), "high": math.exp(-b + Z * se)}
 
 
 def compare(d: pd.DataFrame, base: tuple[str, str], other: tuple[str, str]) -> dict:

@@ -64,3 +64,12 @@ def test_identical_arms_give_one():
     rec = S.compare(S.durations(d, 0.5), ("grpo", "main"), ("grpo", "aa"))
     assert rec["km_ratio"] == 1.0 and rec["weibull"]["speedup"] == pytest.approx(1.0, abs=1e-3)
     assert math.isfinite(rec["weibull"]["low"])
+
+
+def test_a_diverged_aft_fit_is_no_fit_not_a_crash():
+    """A regime map whose one arm never reaches the target can leave the AFT coefficient near 1e3;
+    exp() of it overflowed and stopped the whole map's scoring (seen under ATen's DEFAULT kernels)."""
+    assert S.wald_ratios(float("nan"), 1.0) is None and S.wald_ratios(0.1, float("inf")) is None
+    assert S.wald_ratios(-5.0, 400.0) is None
+    r = S.wald_ratios(-0.5, 0.1)
+    assert math.isclose(r["speedup"], math.exp(0.5)) and r["low"] < r["speedup"] < r["high"]
