@@ -227,3 +227,11 @@ def install(model: torch.nn.Module) -> torch.nn.Module:
             module.__class__ = DetLinear
     model.config._attn_implementation = ATTENTION
     return model
+
+
+def install_unless_native(model: torch.nn.Module) -> torch.nn.Module:
+    """install(model), except under PCBENCH_NUMERICS=native (torch's own products): the one place
+    the embedded model, the numerics probe and a loaded export decide it."""
+    from pcbench import numerics
+
+    return install(model) if numerics.deterministic() else model

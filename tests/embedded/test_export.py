@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 
 from pcbench.backends.embedded.export import (encode_like_embedded, export_checkpoint, hf_tokenizer, read_export_info,
                                               round_trip_mismatches)
-from pcbench import detmm, numerics
+from pcbench import detmm
 from pcbench.backends.embedded.model import build_model
 from pcbench.backends.embedded.task import SyntheticTask
 from pcbench.backends.embedded.tokenizer import CharTokenizer
@@ -26,10 +26,6 @@ REPO = Path(__file__).resolve().parents[2]
 SMALL_MODEL = OmegaConf.create(dict(hidden_size=64, intermediate_size=128, num_layers=2, num_heads=2, num_kv_heads=1,
                                     max_position=64, init_seed=0))
 
-
-def like_embedded(model):
-    """A loaded HF model computing its products as the embedded model does (pcbench/detmm.py)."""
-    return detmm.install(model) if numerics.deterministic() else model
 
 
 def test_exported_tokenizer_encodes_and_decodes_every_prompt_and_answer_of_the_task_as_the_embedded_one(tmp_path):
@@ -73,7 +69,7 @@ def test_exported_folder_loads_in_transformers_with_the_same_logits(tmp_path):
         # torch's own products (what transformers, verl and vLLM compute with): equal to rounding
         torch.testing.assert_close(loaded(input_ids=x).logits, model(input_ids=x).logits, rtol=1e-5, atol=1e-5)
         # the embedded model's products: the same weights give the same floats
-        assert torch.equal(like_embedded(loaded)(input_ids=x).logits, model(input_ids=x).logits)
+        assert torch.equal(detmm.install_unless_native(loaded)(input_ids=x).logits, model(input_ids=x).logits)
 
 
 def test_a_tokenizer_that_disagrees_is_never_exported(tmp_path, monkeypatch):
@@ -168,8 +164,8 @@ def test_a_trained_runs_checkpoint_exports_with_its_own_weights(tmp_path):
     trained = build_model(cfg.model, tok, seed=0)
     trained.load_state_dict(torch.load(run / "checkpoint" / "state.pt", weights_only=False)["model"])
     warm, _ = load_or_train(cfg, SyntheticTask.for_run(cfg), tok, log=lambda *_: None)
-    loaded = like_embedded(AutoModelForCausalLM.from_pretrained(tmp_path / "out" / "model",
-                                                                attn_implementation="eager").eval())
+    loaded = detmm.install_unless_native(
+        AutoModelForCausalLM.from_pretrained(tmp_path / "out" / "model", attn_implementation="eager").eval())
     x = torch.tensor([[tok.bos_id] + tok.encode("12+34=\\boxed{46}")])
     with torch.no_grad():
         assert torch.equal(loaded(input_ids=x).logits, trained.eval()(input_ids=x).logits)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from transformers import Qwen2Config, Qwen2ForCausalLM
 
-from pcbench import detmm, numerics
+from pcbench import detmm
 from pcbench.backends.embedded.tokenizer import CharTokenizer
 
 
@@ -27,7 +27,7 @@ def build_model(model_cfg, tok: CharTokenizer, seed: int) -> Qwen2ForCausalLM:
         model = Qwen2ForCausalLM(config)
     # its matrix products round alike on every AVX2 CPU, not as the CPU vendor's MKL path does
     # (pcbench/detmm.py); PCBENCH_NUMERICS=native keeps torch's
-    return detmm.install(model) if numerics.deterministic() else model
+    return detmm.install_unless_native(model)
 
 
 def num_parameters(model: torch.nn.Module) -> int:
