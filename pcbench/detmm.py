@@ -229,9 +229,12 @@ def install(model: torch.nn.Module) -> torch.nn.Module:
     return model
 
 
+def deterministic() -> bool:
+    """Whether the embedded model's matrix products go through this module (not PCBENCH_NUMERICS=native)."""
+    return os.environ.get("PCBENCH_NUMERICS", "pinned") != "native"
+
+
 def install_unless_native(model: torch.nn.Module) -> torch.nn.Module:
     """install(model), except under PCBENCH_NUMERICS=native (torch's own products): the one place
     the embedded model, the numerics probe and a loaded export decide it."""
-    from pcbench import numerics
-
-    return install(model) if numerics.deterministic() else model
+    return install(model) if deterministic() else model

@@ -42,11 +42,6 @@ def pin(environ=os.environ) -> dict:
     return {k: environ[k] for k in PINS}
 
 
-def deterministic() -> bool:
-    """Whether the embedded model's matrix products go through pcbench/detmm.py (not PCBENCH_NUMERICS=native)."""
-    return os.environ.get("PCBENCH_NUMERICS", "pinned") != "native"
-
-
 def cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -73,9 +68,12 @@ def describe() -> dict:
     """Where this process's floats come from: CPU, ATen capability, BLAS, pins, threads, versions."""
     import torch
 
+    from pcbench import detmm
+
     return {"cpu": cpu_model(), "capability": torch.backends.cpu.get_cpu_capability(), "blas": blas(),
             "mkl_cbwr": os.environ.get("MKL_CBWR", "unset"), "pinned": os.environ.get("PCBENCH_NUMERICS", "pinned"),
-            "matmul": "pcbench detgemm" if deterministic() else "torch", "torch": torch.__version__, "threads": torch.get_num_threads(), "fingerprint": fingerprint()}
+            "matmul": "pcbench detgemm" if detmm.deterministic() else "torch", "torch": torch.__version__,
+            "threads": torch.get_num_threads(), "fingerprint": fingerprint()}
 
 
 @lru_cache(maxsize=1)
@@ -96,7 +94,7 @@ def fingerprint() -> str:
                 vocab_size=24, hidden_size=128, intermediate_size=384, num_hidden_layers=2, num_attention_heads=4,
                 num_key_value_heads=2, max_position_embeddings=64, tie_word_embeddings=True,
                 attn_implementation="eager"))
-        from pcbench import detmm
+        from pcbench import detmm  # lazily: torch must not load before pin()
 
         detmm.install_unless_native(model)
         ids = torch.from_numpy(np.random.default_rng(0).integers(0, 24, size=(8, 24)))  # (8, 24)

@@ -11,7 +11,7 @@ import torch
 from omegaconf import OmegaConf
 from transformers import DynamicCache
 
-from pcbench import numerics
+from pcbench import detmm
 from pcbench.backends.embedded import policy, prefix
 from pcbench.backends.embedded.model import build_model
 from pcbench.backends.embedded.sampler import _prefill, left_pad, unique_rows
@@ -53,7 +53,7 @@ def rows_are_independent() -> bool:
     embedded model's own products do (pcbench/detmm.py); with torch's (PCBENCH_NUMERICS=native) MKL's
     path on AMD CPUs does and its AVX2 branch on Intel CPUs does not (rows of a 2- or 7-row product
     differ from the same rows of a 48-row one by ~6e-6, docs/numerics.md)."""
-    if numerics.deterministic():
+    if detmm.deterministic():
         return True
     gen = torch.Generator().manual_seed(0)
     x, w = torch.randn(48, 64, generator=gen), torch.randn(64, 128, generator=gen)

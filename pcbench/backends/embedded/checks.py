@@ -18,10 +18,10 @@ _DRAWN: set[str] = set()  # data configs already drawn once in this process (a s
 
 
 def check_backend_config(cfg) -> None:
-    from pcbench import detmm, numerics
+    from pcbench import detmm
     from pcbench.backends.embedded.task import SyntheticTask
 
-    if numerics.deterministic() and (why := detmm.available()):  # a C compiler, AVX2 + FMA (pcbench/detmm.py)
+    if detmm.deterministic() and (why := detmm.available()):  # a C compiler, AVX2 + FMA (pcbench/detmm.py)
         raise ConfigError(why)
 
     key = json.dumps([OmegaConf.to_container(cfg.data, resolve=True),
