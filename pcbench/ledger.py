@@ -97,7 +97,6 @@ class RolloutLedger:
         self._sampled.clear()
         self._trained = 0
         self._rounds = 0
-        self._rounds = 0
         return out
 
     def state_dict(self) -> dict:

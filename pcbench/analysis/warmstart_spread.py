@@ -26,14 +26,35 @@ def _in_band(pool: dict, tier: str) -> str:
     return f"{pool[tier]['band']:.0%}" if tier in pool else "-"
 
 
+STAGES = (("prelude_steps", "pre"), ("sft_steps", ""), ("consolidation_steps", "cons"), ("top_up_steps", "top-up"))
+# what each design the bench names is (pcbench/bench/warmstart_spread.py); others show their overrides
+DESIGNS = {
+    "default": "conf/model/tiny.yaml's warm start (SFT on the mix until a sampled 64 x 8 probe every 20 steps "
+               "finds add33 at 0.4)",
+    "three_stage": "the same stop, then 2,000 consolidation steps on add11, add21, add22, add32 with lr 3e-4 -> 0, "
+                   "then mixed SFT at lr 3e-5 until an exact probe reads add33 at 0.4 again "
+                   "(model.warmstart.consolidate.steps=2000)",
+    "prelude": "first 1,500 steps on add11, add21, add22, add32 alone with lr 1e-3 -> 0 "
+               "(model.warmstart.prelude.steps=1500), then the default's mixed SFT and stop",
+}
+
+
 def _steps(r: dict) -> int:
-    return int(r["sft_steps"]) + int(r.get("consolidation_steps") or 0) + int(r.get("top_up_steps") or 0)
+    return sum(int(r.get(k) or 0) for k, _ in STAGES)
 
 
 def _steps_cell(r: dict) -> str:
-    """'1,240' or '1,240 + 2,000 + 36' (stop + consolidation + top-up)."""
-    parts = [int(r["sft_steps"]), int(r.get("consolidation_steps") or 0), int(r.get("top_up_steps") or 0)]
-    return " + ".join(f"{p:,}" for p in parts) if any(parts[1:]) else f"{parts[0]:,}"
+    """'1,240', '1,240 + 2,000 cons + 36 top-up' or '1,500 pre + 820' (the stages that took a step)."""
+    return " + ".join(f"{int(r.get(k) or 0):,}" + (f" {label}" if label else "") for k, label in STAGES
+                      if int(r.get(k) or 0) or not label)
+
+
+def _design_note(design: str, rows: list[dict]) -> str:
+    if design in DESIGNS:
+        return DESIGNS[design]
+    first = next(r for r in rows if r["design"] == design)
+    return "overrides " + (", ".join(o for o in first.get("overrides", []) if not o.startswith("model.warmstart.seed="))
+                           or "none")
 
 
 def _spread(rows: list[dict], design: str) -> str:
@@ -53,19 +74,17 @@ def _spread(rows: list[dict], design: str) -> str:
 
 def write_report(rows: list[dict], meta: dict, out: Path) -> None:
     (out / "warmstart_spread.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1, default=str))
-    lines = ["# Warm-start spread: the regime under float noise, with and without consolidation + top-up", "",
+    designs = list(dict.fromkeys(r["design"] for r in rows))
+    said = "; ".join(f"`{d}`: {_design_note(d, rows)}" for d in designs)
+    lines = ["# Warm-start spread: the regime under float noise, by warm-start design", "",
              f"`{meta['command']}` at {meta['commit'][:7]}, {meta['date_utc']} UTC, {meta['wall_s']:.0f} s "
              f"({meta['jobs']} at once, {meta['cpus']} CPUs, load at start {meta['loadavg_start']}); "
              f"machine: {rows[0].get('machine', {}).get('cpu', '?')}, torch {meta['torch']}."
              + (f" Note: {meta['note']}." if meta.get("note") else ""), "",
              "Exact pass rates at the RL sampling settings (T 1.0, top_p 1.0) on the 2,000 pool prompts; classes: "
-             f"{CLASS_NOTE}. "
-             "`default`: conf/model/tiny.yaml's warm start (SFT on the mix until a sampled 64 x 8 probe every 20 steps "
-             "finds add33 at 0.4); `three_stage`: the same stop, then 2,000 consolidation steps on add11, add21, add22, "
-             "add32 with lr 3e-4 -> 0, then mixed SFT at lr 3e-5 until an exact probe reads add33 at 0.4 again "
-             "(model.warmstart.consolidate.steps=2000; 'SFT steps' shows the three stages). Rows with a capability "
-             "other than pinned ran with PCBENCH_NUMERICS=native.", "",
-             "## Spread", "", *[_spread(rows, d) for d in dict.fromkeys(r["design"] for r in rows)], "",
+             f"{CLASS_NOTE}. {said}. 'SFT steps' shows each stage that ran (pre: prelude, cons: consolidation, "
+             "top-up). Rows with a capability other than pinned ran with PCBENCH_NUMERICS=native (torch's products).", "",
+             "## Spread", "", *[_spread(rows, d) for d in designs], "",
              "## Every warm start", "",
              "| design | SFT order | capability (seen) | SFT steps | digest | pool add22 / add33 / add44 | solved | "
              "near | band | hard | never | add33 in band | val (exact) |",

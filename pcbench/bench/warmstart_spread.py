@@ -50,7 +50,8 @@ def one(overrides: list[str]) -> dict:
     cards = {name: pool_card(exact_pass_rates(model, tok, probs, T, P), [p.tier for p in probs])
              for name, probs in (("pool", task.train), ("val", task.val))}
     return {"overrides": overrides, "sft_steps": report["sft_steps"], "digest": report["digest"],
-            "consolidation_steps": report["consolidation_steps"], "top_up_steps": report.get("top_up_steps", 0), "stop": report.get("stop", {}).get("trace", [])[-3:],
+            "consolidation_steps": report["consolidation_steps"], "top_up_steps": report.get("top_up_steps", 0),
+            "prelude_steps": report.get("prelude_steps", 0), "stop": report.get("stop", {}).get("trace", [])[-3:],
             "seconds": round(time.perf_counter() - t0, 1), "machine": numerics.describe(), **cards}
 
 

@@ -1,5 +1,5 @@
 """The warm start's mechanics: it stops at a measured competence (sampled or exact), then
-consolidates the tiers to be solved. The default one: tests/embedded/test_reference.py."""
+consolidates the tiers to be solved (or, with a prelude, solves them first). The default one: tests/embedded/test_reference.py."""
 
 from pathlib import Path
 
@@ -47,6 +47,14 @@ def test_consolidation_runs_after_the_stop_on_its_tiers(tmp_path):
     report = warm_start(tmp_path, *SMALL, "model.warmstart.steps=30", "model.warmstart.stop_tier=null",
                         "model.warmstart.consolidate.steps=20", "model.warmstart.consolidate.tiers=[add11,add21]")
     assert report["sft_steps"] == 30 and report["consolidation_steps"] == 20 and len(report["digest"]) == 16
+
+
+def test_the_prelude_runs_before_the_sft_on_its_tiers(tmp_path):
+    base = warm_start(tmp_path / "a", *SMALL, "model.warmstart.steps=30", "model.warmstart.stop_tier=null")
+    pre = warm_start(tmp_path / "b", *SMALL, "model.warmstart.steps=30", "model.warmstart.stop_tier=null",
+                     "model.warmstart.prelude.steps=20", "model.warmstart.prelude.tiers=[add11,add21]")
+    assert pre["prelude_steps"] == 20 and pre["sft_steps"] == 30 and "prelude_steps" not in base
+    assert pre["digest"] != base["digest"]  # the same SFT from other weights
 
 
 def test_the_exact_probe_stops_at_the_first_check_at_or_above_the_rate(tmp_path):

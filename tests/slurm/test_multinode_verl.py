@@ -3,13 +3,15 @@ on the 2-node test cluster (tests/slurm/start-multinode.sh), model.nnodes=2 on t
 one FSDP rank and one vLLM CPU replica per node, Ray head on mn0 and a worker on mn1
 (pcbench/backends/verl/slurm_ray.py).
 
-- GRPO, 3 steps, uninterrupted: Ray saw both nodes alive; FSDP ranks and vLLM replicas ran on
-  both (cluster.json); ledger == verl's generated sequences every step; checkpoints with
-  pcbench.pt; sacct COMPLETED on both nodes. It is also the reference of the fault test.
-- Pilot-Commit, 3 steps: the same checks for the allocator with pilots and commits.
+- Pilot-Commit, 3 steps, uninterrupted: Ray saw both nodes alive; FSDP ranks and vLLM replicas
+  ran on both (cluster.json); ledger == verl's generated sequences every step; checkpoints with
+  pcbench.pt; sacct COMPLETED on both nodes; pilots + commits == the step's rollouts.
 - GRPO with its worker node powered off after the step-2 checkpoint: the head names the lost
   node and the job ends (no hang); the node comes back, the same command resumes from the
-  checkpoint and ends with the reference run's ledger and allocator state.
+  checkpoint and finishes with the same checks as above, 32 rollouts a step, its ledger and prompt
+  stream continued from the step-2 state by exactly one batch. (Until issue 29 this file also ran
+  an uninterrupted 2-node GRPO run as the fault test's reference: ~3 min of CI for checks that a
+  GRPO run's fixed 4 x 8 rollouts and stream make computable without it.)
 
 Each launch is ~4 min on 2 cores (mostly Ray, FSDP and two vLLM CPU engines starting). Every
 launch is bounded (watchdog, join timeout, a hard timeout here) and its process tree killed after.
@@ -40,15 +42,6 @@ LAUNCH_TIMEOUT_S = 900
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory):
     return tmp_path_factory.mktemp("tiny-verl-cache-2n")  # model + data, built once by the first launch
-
-
-@pytest.fixture(scope="module")
-def reference(multinode_cluster, tmp_path_factory, cache):
-    """The uninterrupted 2-node GRPO run (its folder and log)."""
-    tmp = tmp_path_factory.mktemp("grpo-2n")
-    log = tmp / "log.txt"
-    assert launch(command(tmp, cache, "grpo"), log, multinode_cluster.env) == "exit 0", tail(tmp, log)
-    return tmp
 
 
 def command(tmp: Path, cache: Path, method: str, *more: str) -> list[str]:
@@ -114,11 +107,6 @@ def check_two_node_run(run: Path, cluster, tmp: Path) -> list[dict]:
     return rows
 
 
-def test_grpo_on_two_nodes(multinode_cluster, reference):
-    rows = check_two_node_run(run_folder(reference), multinode_cluster, reference)
-    assert [r["rollouts/step"] for r in rows[1:]] == [32, 32, 32]  # 4 prompts x 8
-
-
 def test_pilot_commit_on_two_nodes(multinode_cluster, tmp_path, cache):
     log = tmp_path / "log.txt"
     assert launch(command(tmp_path, cache, "pilot_commit"), log, multinode_cluster.env) == "exit 0", \
@@ -128,7 +116,7 @@ def test_pilot_commit_on_two_nodes(multinode_cluster, tmp_path, cache):
         assert r["rollouts/step"] == r["rollouts/pilot"] + r["rollouts/commit"]
 
 
-def test_worker_node_dies_then_requeue_resumes(multinode_cluster, reference, tmp_path, cache):
+def test_worker_node_dies_then_requeue_resumes(multinode_cluster, tmp_path, cache):
     cluster, log = multinode_cluster, tmp_path / "log.txt"
     cmd = command(tmp_path, cache, "grpo", "+hydra.launcher.additional_parameters.no-requeue=true")
     killed = {}
@@ -157,15 +145,13 @@ def test_worker_node_dies_then_requeue_resumes(multinode_cluster, reference, tmp
     saved = pcbench_state(run, 2)
     assert launch(command(tmp_path, cache, "grpo"), log, cluster.env) == "exit 0", tail(tmp_path, log)
     rows = check_two_node_run(run, cluster, tmp_path)
-    ref_run = run_folder(reference)
-    ref_rows = [json.loads(line) for line in (ref_run / "metrics.jsonl").read_text().splitlines()]
-    assert rows[2]["cumulative_rollouts"] == saved["ledger"]["cumulative"]  # continued from step 2
-    for step in (2, 3):  # the same ledger and allocator state as the run that was never interrupted
-        mine, ref = pcbench_state(run, step), pcbench_state(ref_run, step)
-        assert rows[step]["cumulative_rollouts"] == ref_rows[step]["cumulative_rollouts"]
-        # zero_seen/zero_solved (which prompts had no correct rollout) depend on vLLM's sampling,
-        # which is not reproducible across launches on CPU; the counts and the stream are
-        counts = ("cumulative", "cumulative_discarded", "cumulative_trained")
-        assert [mine["ledger"][k] for k in counts] == [ref["ledger"][k] for k in counts], (mine, ref)
-        assert mine["stream"] == ref["stream"], (mine["stream"], ref["stream"])
-        assert mine["allocator"] == ref["allocator"], (mine["allocator"], ref["allocator"])
+    assert [r["rollouts/step"] for r in rows[1:]] == [32, 32, 32]  # 4 prompts x 8, each step
+    assert rows[2]["cumulative_rollouts"] == saved["ledger"]["cumulative"] == 64  # continued from step 2
+    after = pcbench_state(run, 3)
+    counts = ("cumulative", "cumulative_discarded", "cumulative_trained")
+    assert [after["ledger"][k] for k in counts] == [96, 0, 96], after["ledger"]
+    # the prompt stream went on from the step-2 state by one batch of 4 (256 prompts: the same epoch),
+    # as the run that was never interrupted does; GRPO's allocator has no state to diverge
+    s2, s3 = saved["stream"], after["stream"]
+    assert (s3["epoch"], s3["pos"], s3["seed"]) == (s2["epoch"], s2["pos"] + 4, s2["seed"]), (s2, s3)
+    assert s3["excluded"] == s2["excluded"] and after["allocator"] == saved["allocator"], (saved, after)

@@ -6,9 +6,10 @@ The run folder must be complete, and the ledger's rollouts per step must equal t
 verl generated that step, counted from the trajectories verl's agent loop wrote to TransferQueue
 (`verl/generated_sequences`, rollout.py), not from the allocator's requests. The run is killed
 right after its step-2 checkpoint and started again with the same command, and must finish step 3
-continuing the ledger, stream and metrics exactly. GRPO and DAPO on the real verl path (their ledger
-against verl's count, their run folders and checkpoints) are tests/verl/test_embedded_on_verl.py's
-n = 32 runs; this file ran them here too until the CI budget (issue 29) merged the two.
+continuing the ledger, stream and metrics exactly. DAPO on the real verl path (its ledger against
+verl's count, its run folder and checkpoint) is tests/verl/test_embedded_on_verl.py's n = 32 run;
+GRPO's is the SmolLM2 run (tests/verl/test_pretrained.py) and the 2-node fault test
+(tests/slurm/test_multinode_verl.py); this file ran them too until the CI budget (issue 29).
 
 Needs vLLM's CPU build (pip install -e '.[test,verl-cpu]', README); each launch is ~2-2.5 min of
 start-up on 2 cores. Every launch is bounded (the entry's watchdog, backend.watchdog_s, and a

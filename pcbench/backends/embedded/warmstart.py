@@ -81,7 +81,10 @@ def load_or_train(cfg, task: SyntheticTask, tok: CharTokenizer, log=print):
                 until += f", then {int(cons.steps):,} consolidation steps on {', '.join(cons.tiers)}"
                 if int((ws.get("top_up") or {}).get("steps", 0) or 0) and ws.get("stop_tier"):
                     until += f", then back to {ws.stop_tier} at {float(ws.stop_pass_rate):.0%}"
-            log(f"warm start: training {num_parameters(model):,}-parameter model for up to "
+            pre = ws.get("prelude") or {}
+            first = (f"{int(pre.steps):,} prelude steps on {', '.join(pre.tiers)}, then "
+                     if int(pre.get("steps", 0) or 0) else "")
+            log(f"warm start: training {num_parameters(model):,}-parameter model for {first}up to "
                 f"{ws.steps} SFT steps{until} (cached as {weights})")
             report = train_warm_start(model, task, tok, cfg, log)
             tmp = weights.with_suffix(".pt.tmp")
@@ -97,16 +100,18 @@ def load_or_train(cfg, task: SyntheticTask, tok: CharTokenizer, log=print):
 
 
 def _stages(report: dict) -> str:
-    """'1,240 SFT steps' or '1,240 SFT + 2,000 consolidation + 9 top-up steps'."""
-    parts = [(report.get("sft_steps"), "SFT"), (report.get("consolidation_steps"), "consolidation"),
-             (report.get("top_up_steps"), "top-up")]
-    if not any(n for n, _ in parts[1:]):
+    """'1,240 SFT steps', '1,240 SFT + 2,000 consolidation + 9 top-up steps' or '1,500 prelude + 820 SFT steps'
+    (stages that took no step are left out)."""
+    parts = [(report.get("prelude_steps"), "prelude"), (report.get("sft_steps"), "SFT"),
+             (report.get("consolidation_steps"), "consolidation"), (report.get("top_up_steps"), "top-up")]
+    if not any(n for n, what in parts if what != "SFT"):
         return f"{report.get('sft_steps', '?'):,} SFT steps" if isinstance(report.get("sft_steps"), int) else "? SFT steps"
-    return " + ".join(f"{n:,} {what}" for n, what in parts if n is not None) + " steps"
+    return " + ".join(f"{n:,} {what}" for n, what in parts if n or what == "SFT") + " steps"
 
 
 def train_warm_start(model, task: SyntheticTask, tok: CharTokenizer, cfg, log=print) -> dict:
-    """SFT `model` in place (up to the competence stop), then consolidate; -> its pass-rate report."""
+    """SFT `model` in place: the prelude, the mixed SFT up to the competence stop, consolidation and
+    top-up (each but the SFT off unless configured); -> its report."""
     t0 = time.perf_counter()
     # One thread, whatever train.threads says: float sums differ with the thread count, and
     # near add33's transition that moved a fixed-step warm start from p=1 on 7% of prompts to
@@ -115,12 +120,15 @@ def train_warm_start(model, task: SyntheticTask, tok: CharTokenizer, cfg, log=pr
     torch.set_num_threads(1)
     try:
         probe = competence_probe(model, task, tok, cfg)
+        first = prelude(model, task, tok, cfg.model.warmstart)
         sft_steps = sft(model, task, tok, cfg.model.warmstart, probe)
         consolidated = consolidate(model, task, tok, cfg.model.warmstart)
         topped = top_up(model, task, tok, cfg.model.warmstart, probe, sft_steps + consolidated)
     finally:
         torch.set_num_threads(threads)
     report = {"sft_steps": sft_steps, "consolidation_steps": consolidated, "top_up_steps": topped}
+    if first:
+        report["prelude_steps"] = first
     if probe is not None:
         report["stop"] = probe.record
         if probe.record["reached_at"] is None:
@@ -179,6 +187,19 @@ def sft(model, task: SyntheticTask, tok: CharTokenizer, ws, probe=None) -> int:
                   lambda s: min(1.0, (s + 1) / 50), np.random.default_rng(int(ws.seed)), after)
 
 
+def prelude(model, task: SyntheticTask, tok: CharTokenizer, ws) -> int:
+    """model.warmstart.prelude: before the mixed SFT, `steps` steps on the demonstrations of `tiers`
+    only (the tiers meant to be solved), lr decaying linearly from `lr` to 0. -> the steps taken.
+
+    Why: stopped alone, the mixed SFT catches add33's abrupt transition wherever the other tiers then
+    are (add22 0.68-0.97 over 6 warm starts that differ in float noise and SFT order). Solving them
+    first, to convergence, leaves only the stop tier moving when the stop reads it; unlike consolidation
+    after the stop, it never drags the stop tier off the level the stop measured. Off by default
+    (results/bench/warmstart_spread.md measures it).
+    """
+    return _tier_stage(model, task, tok, ws.get("prelude") or {}, "prelude", np.random.default_rng([int(ws.seed), 2]))
+
+
 def consolidate(model, task: SyntheticTask, tok: CharTokenizer, ws) -> int:
     """model.warmstart.consolidate: after the competence stop, `steps` more SFT steps on the
     demonstrations of `tiers` only, lr decaying linearly from `lr` to 0. -> the steps taken.
@@ -190,17 +211,21 @@ def consolidate(model, task: SyntheticTask, tok: CharTokenizer, ws) -> int:
     (add33 0.37-0.47 -> 0.11-0.41 over 5 SFT orders): top_up brings it back. Off by default
     (conf/model/tiny.yaml says why; results/bench/warmstart_spread.md measures it).
     """
-    c = ws.get("consolidate") or {}
+    return _tier_stage(model, task, tok, ws.get("consolidate") or {}, "consolidate",
+                       np.random.default_rng([int(ws.seed), 1]))
+
+
+def _tier_stage(model, task: SyntheticTask, tok: CharTokenizer, c, name: str, rng) -> int:
+    """`c.steps` AdamW steps on the demonstrations of `c.tiers` only, lr decaying linearly from `c.lr` to 0."""
     steps = int(c.get("steps", 0) or 0)
     if not steps:
         return 0
     tiers = set(c.tiers)
     probs = [p for p in task.sft if p.tier in tiers]
     if len(probs) < int(c.batch_size):
-        raise ValueError(f"model.warmstart.consolidate.tiers={sorted(tiers)}: {len(probs)} demonstrations, fewer "
+        raise ValueError(f"model.warmstart.{name}.tiers={sorted(tiers)}: {len(probs)} demonstrations, fewer "
                          f"than batch_size={c.batch_size}; name tiers of data.sft_tiers")
-    return _train(model, probs, tok, steps, int(c.batch_size), float(c.lr), lambda s: max(0.0, 1.0 - s / steps),
-                  np.random.default_rng([int(ws.seed), 1]))
+    return _train(model, probs, tok, steps, int(c.batch_size), float(c.lr), lambda s: max(0.0, 1.0 - s / steps), rng)
 
 
 def top_up(model, task: SyntheticTask, tok: CharTokenizer, ws, probe, offset: int) -> int:
