@@ -34,3 +34,11 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture
 def repo_root() -> Path:
     return REPO
+
+
+@pytest.fixture(scope="session")
+def default_warmstart_cache(tmp_path_factory) -> Path:
+    """One cache folder for the whole session holding the default embedded warm start (trained by the
+    first test that asks for it, ~1 min): the tests of the default numbers and the default probes
+    share it instead of each training it again (issue 29's CI budget)."""
+    return tmp_path_factory.mktemp("default-warmstart")

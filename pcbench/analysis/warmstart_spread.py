@@ -34,8 +34,10 @@ DESIGNS = {
     "three_stage": "the same stop, then 2,000 consolidation steps on add11, add21, add22, add32 with lr 3e-4 -> 0, "
                    "then mixed SFT at lr 3e-5 until an exact probe reads add33 at 0.4 again "
                    "(model.warmstart.consolidate.steps=2000)",
-    "prelude": "first 1,500 steps on add11, add21, add22, add32 alone with lr 1e-3 -> 0 "
-               "(model.warmstart.prelude.steps=1500), then the default's mixed SFT and stop",
+    "prelude": "first 3,000 steps on add11, add21, add22, add32 alone with lr 1e-3 -> 0, then the mixed SFT "
+               "at lr 3e-4 until an exact probe, read every 2 steps, finds add33 at 0.4 "
+               "(model.warmstart.prelude.steps=3000 model.warmstart.lr=3e-4 model.warmstart.stop_measure=exact "
+               "model.warmstart.check_every=2)",
 }
 
 
@@ -80,7 +82,10 @@ def write_report(rows: list[dict], meta: dict, out: Path) -> None:
              f"`{meta['command']}` at {meta['commit'][:7]}, {meta['date_utc']} UTC, {meta['wall_s']:.0f} s "
              f"({meta['jobs']} at once, {meta['cpus']} CPUs, load at start {meta['loadavg_start']}); "
              f"machine: {rows[0].get('machine', {}).get('cpu', '?')}, torch {meta['torch']}."
-             + (f" Note: {meta['note']}." if meta.get("note") else ""), "",
+             + (f" Note: {meta['note']}." if meta.get("note") else "")
+             + "".join(f" With the warm starts of `{m['command']}` at {m['commit'][:7]}, {m['date_utc']} UTC, "
+                       f"{m['wall_s']:.0f} s ({m['jobs']} at once, load at start {m['loadavg_start']})."
+                       for m in meta.get("earlier", [])), "",
              "Exact pass rates at the RL sampling settings (T 1.0, top_p 1.0) on the 2,000 pool prompts; classes: "
              f"{CLASS_NOTE}. {said}. 'SFT steps' shows each stage that ran (pre: prelude, cons: consolidation, "
              "top-up). Rows with a capability other than pinned ran with PCBENCH_NUMERICS=native (torch's products).", "",

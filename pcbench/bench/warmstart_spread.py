@@ -3,6 +3,7 @@ something that should not matter, each scored on the default pool.
 
     python -m pcbench.bench warmstart_spread                  # 5 SFT orders x {default, three_stage} + capabilities
     python -m pcbench.bench warmstart_spread --jobs 16 --out results/bench
+    python -m pcbench.bench warmstart_spread --designs prelude --with results/bench/warmstart_spread.json
 
 A variant is (design, SFT data order `model.warmstart.seed`, ATen CPU capability). `default` is
 conf/model/tiny.yaml's warm start (the competence stop alone); `three_stage` adds 2,000 consolidation
@@ -26,6 +27,9 @@ from pathlib import Path
 
 # the opt-in design the study compares with the default (conf/model/tiny.yaml: the competence stop alone)
 THREE_STAGE = ["model.warmstart.consolidate.steps=2000"]
+# the easy tiers solved first, then a slower mixed SFT read exactly every 2 steps (conf/model/tiny.yaml: prelude)
+PRELUDE = ["model.warmstart.prelude.steps=3000", "model.warmstart.lr=3e-4", "model.warmstart.steps=8000",
+           "model.warmstart.stop_measure=exact", "model.warmstart.check_every=2"]
 
 def one(overrides: list[str]) -> dict:
     """Train one warm start from scratch under `overrides` (this process), score it, -> its record."""
@@ -87,6 +91,11 @@ def main(argv=None) -> int:
     ap.add_argument("--design", action="append", default=[], metavar="NAME=OVERRIDE,...",
                     help="a further design to compare (Hydra overrides, comma-separated), e.g. "
                          "'late=model.warmstart.stop_pass_rate=0.5'; repeatable")
+    ap.add_argument("--designs", default="default,three_stage",
+                    help="which named designs to run (comma list of default, three_stage, prelude; '' for none)")
+    ap.add_argument("--with", dest="earlier", type=Path, action="append", default=[],
+                    help="an earlier warmstart_spread.json whose warm starts join this report (same code: "
+                         "its digests show it); repeatable")
     ap.add_argument("--out", type=Path, default=Path("results/bench"))
     ap.add_argument("--one", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
@@ -97,7 +106,11 @@ def main(argv=None) -> int:
     from pcbench.analysis.warmstart_spread import write_report
 
     caps = [c for c in a.capabilities.split(",") if c]
-    designs = {"default": [], "three_stage": THREE_STAGE}
+    named = {"default": [], "three_stage": THREE_STAGE, "prelude": PRELUDE}
+    unknown = [d for d in a.designs.split(",") if d and d not in named]
+    if unknown:
+        ap.error(f"--designs: unknown {', '.join(unknown)}; choose from {', '.join(named)} (or --design NAME=OVERRIDES)")
+    designs = {d: named[d] for d in a.designs.split(",") if d}
     for d in a.design:
         name, _, ovr = d.partition("=")
         designs[name] = [o for o in ovr.split(",") if o]
@@ -109,6 +122,10 @@ def main(argv=None) -> int:
     with ThreadPoolExecutor(a.jobs) as pool:
         rows = list(pool.map(lambda v: _run(v, log_dir), vs))
     meta = {**provenance(["warmstart_spread", *(sys.argv[1:] if argv is None else argv)]), "wall_s": round(time.time() - t0, 1), "jobs": a.jobs}
+    for path in a.earlier:  # earlier warm starts first, in the order given
+        earlier = json.loads(path.read_text())
+        rows = [*earlier["rows"], *rows]
+        meta.setdefault("earlier", []).append(earlier["meta"])
     write_report(rows, meta, a.out)
     print(f"wrote {a.out / 'warmstart_spread.md'} ({len(rows)} warm starts, {meta['wall_s']:.0f} s)")
     return 0

@@ -77,14 +77,14 @@ def test_the_verl_probe_card_is_labelled_sampled(monkeypatch):
 
 
 @pytest.mark.slow
-def test_embedded_default_probe_when_the_warm_start_is_cached(capsys):
-    from pcbench.backends.embedded.warmstart import cache_key
-    from pcbench.bench.launch import compose_cfg
+def test_embedded_default_probe_on_the_default_warm_start(capsys, default_warmstart_cache):
+    """The default probe a user runs first, on the session's default warm start (tests/conftest.py:
+    trained once for every test that needs it)."""
+    from pcbench.backends.embedded import reference
 
-    cfg = compose_cfg([])
-    if not (Path(cfg.paths.cache) / f"warmstart-{cache_key(cfg)}.pt").is_file():
-        pytest.skip("the embedded warm start is not cached (the first run of pcbench trains it)")
-    assert predict.main(["--prompts", "32", "--format", "json", "--no-progress"]) == 0
+    reference.warmstart(default_warmstart_cache)
+    assert predict.main([f"paths.cache={default_warmstart_cache}", "--prompts", "32", "--format", "json",
+                         "--no-progress"]) == 0
     rep = json.loads(capsys.readouterr().out)
     assert rep["facts"]["prompts"] == 32 and {r["method"] for r in rep["rows"]} == {"grpo", "dapo", "pilot_commit"}
 
@@ -92,10 +92,11 @@ def test_embedded_default_probe_when_the_warm_start_is_cached(capsys):
 @pytest.mark.slow
 @pytest.mark.verl_cpu
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="needs vLLM (pip install -e '.[verl-cpu]')")
-def test_verl_probe_through_vllm_on_embedded_verl(capsys):
-    """The verl path's probe: k rollouts per prompt through vLLM (CPU build) on the exported warm start."""
-    code = predict.main(["backend=verl", "model=embedded-verl", "data=embedded-verl", "--prompts", "16", "--k", "8",
-                         "--format", "json", "--no-progress"])
+def test_verl_probe_through_vllm_on_embedded_verl(capsys, default_warmstart_cache):
+    """The verl path's probe: k rollouts per prompt through vLLM (CPU build) on the exported warm start
+    (the session's default warm start, tests/conftest.py, exported into the same cache)."""
+    code = predict.main(["backend=verl", "model=embedded-verl", "data=embedded-verl", f"paths.cache={default_warmstart_cache}",
+                         "--prompts", "16", "--k", "8", "--format", "json", "--no-progress"])
     assert code == 0
     rep = json.loads(capsys.readouterr().out)  # stdout holds the report only (the export's messages go to stderr)
     assert rep["facts"]["checkpoint"].startswith("vLLM on") and rep["facts"]["k"] == 8

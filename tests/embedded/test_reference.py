@@ -11,8 +11,8 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("default-warmstart")
+def cache(default_warmstart_cache):
+    return default_warmstart_cache  # tests/conftest.py: shared with the default probes
 
 
 @pytest.fixture(scope="module")

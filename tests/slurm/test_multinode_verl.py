@@ -3,15 +3,16 @@ on the 2-node test cluster (tests/slurm/start-multinode.sh), model.nnodes=2 on t
 one FSDP rank and one vLLM CPU replica per node, Ray head on mn0 and a worker on mn1
 (pcbench/backends/verl/slurm_ray.py).
 
-- Pilot-Commit, 3 steps, uninterrupted: Ray saw both nodes alive; FSDP ranks and vLLM replicas
-  ran on both (cluster.json); ledger == verl's generated sequences every step; checkpoints with
-  pcbench.pt; sacct COMPLETED on both nodes; pilots + commits == the step's rollouts.
-- GRPO with its worker node powered off after the step-2 checkpoint: the head names the lost
-  node and the job ends (no hang); the node comes back, the same command resumes from the
-  checkpoint and finishes with the same checks as above, 32 rollouts a step, its ledger and prompt
-  stream continued from the step-2 state by exactly one batch. (Until issue 29 this file also ran
-  an uninterrupted 2-node GRPO run as the fault test's reference: ~3 min of CI for checks that a
-  GRPO run's fixed 4 x 8 rollouts and stream make computable without it.)
+- Pilot-Commit, 3 steps, with its worker node powered off after the step-2 checkpoint: the head
+  names the lost node and the job ends (no hang); the node comes back and the same command resumes
+  from the checkpoint. The finished run must show: Ray saw both nodes alive; FSDP ranks and vLLM
+  replicas ran on both (cluster.json); ledger == verl's generated sequences every step, pilots +
+  commits == the step's rollouts; checkpoints with pcbench.pt; sacct COMPLETED on both nodes; the
+  ledger, prompt stream and evictions continued from the step-2 state.
+  (Until issue 29's CI budget this file ran three 2-node runs: GRPO uninterrupted as the fault
+  test's reference, Pilot-Commit uninterrupted, and the fault test on GRPO; one run now checks
+  what they did, but GRPO, a subset of Pilot-Commit's machinery, runs on verl in
+  tests/verl/test_pretrained.py, not on two nodes.)
 
 Each launch is ~4 min on 2 cores (mostly Ray, FSDP and two vLLM CPU engines starting). Every
 launch is bounded (watchdog, join timeout, a hard timeout here) and its process tree killed after.
@@ -107,51 +108,48 @@ def check_two_node_run(run: Path, cluster, tmp: Path) -> list[dict]:
     return rows
 
 
-def test_pilot_commit_on_two_nodes(multinode_cluster, tmp_path, cache):
-    log = tmp_path / "log.txt"
-    assert launch(command(tmp_path, cache, "pilot_commit"), log, multinode_cluster.env) == "exit 0", \
-        tail(tmp_path, log)
-    rows = check_two_node_run(run_folder(tmp_path), multinode_cluster, tmp_path)
-    for r in rows[1:]:
-        assert r["rollouts/step"] == r["rollouts/pilot"] + r["rollouts/commit"]
-
-
 def test_worker_node_dies_then_requeue_resumes(multinode_cluster, tmp_path, cache):
     cluster, log = multinode_cluster, tmp_path / "log.txt"
-    cmd = command(tmp_path, cache, "grpo", "+hydra.launcher.additional_parameters.no-requeue=true")
+    cmd = command(tmp_path, cache, "pilot_commit", "+hydra.launcher.additional_parameters.no-requeue=true")
     killed = {}
 
-    def step2_saved_then_kill() -> bool:
+    def step2_saved_then_kill_until_the_job_ends() -> bool:
+        """Power mn1 off after the step-2 checkpoint; then True once Slurm has ended the job (the
+        launcher itself notices a failed job only at submitit's next sacct poll, up to ~3 min later)."""
+        if killed:
+            state = cluster.job_state(job_ids(tmp_path)[-1])
+            return bool(state) and state not in ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED")
         hits = list((tmp_path / "results").rglob("checkpoint/latest_checkpointed_iteration.txt"))
-        if not killed and hits and hits[0].read_text().strip() == "2":
+        if hits and hits[0].read_text().strip() == "2":
             os.kill(int((cluster.dir / "run" / "node-mn1.pid").read_text()), signal.SIGKILL)  # power off mn1
             killed["at"] = time.monotonic()
         return False
 
     try:
-        assert launch(cmd, log, cluster.env, until=step2_saved_then_kill) != "exit 0", tail(tmp_path, log)
+        assert launch(cmd, log, cluster.env, until=step2_saved_then_kill_until_the_job_ends) != "exit 0", \
+            tail(tmp_path, log)
         assert killed, "the run never reached its step-2 checkpoint: " + tail(tmp_path, log)
-        ended_s = time.monotonic() - killed["at"]  # the launcher returned: the job is over, nothing hangs
+        ended_s = time.monotonic() - killed["at"]  # Slurm ended the job (the head gave up on mn1): nothing hangs
         head_log = next((tmp_path / "sweep" / ".submitit").glob("*/*_0_log.err")).read_text(errors="replace")
         [line] = [x for x in head_log.splitlines() if "pcbench: Ray node mn1 (" in x]
         assert "died; run stopped" in line and "rerun the same command to resume" in line, line
         job = job_ids(tmp_path)[-1]
-        print(f"lost node: {line}\njob {job}: {sacct(cluster, job)}; launcher returned {ended_s:.0f} s after "
+        print(f"lost node: {line}\njob {job}: {sacct(cluster, job)}; the job ended {ended_s:.0f} s after "
               f"mn1 was powered off")
     finally:
         cluster.restart()  # the node comes back (start-multinode.sh recreates it)
     run = run_folder(tmp_path)
     assert not (run / "summary.json").exists()
     saved = pcbench_state(run, 2)
-    assert launch(command(tmp_path, cache, "grpo"), log, cluster.env) == "exit 0", tail(tmp_path, log)
+    assert launch(command(tmp_path, cache, "pilot_commit"), log, cluster.env) == "exit 0", tail(tmp_path, log)
     rows = check_two_node_run(run, cluster, tmp_path)
-    assert [r["rollouts/step"] for r in rows[1:]] == [32, 32, 32]  # 4 prompts x 8, each step
-    assert rows[2]["cumulative_rollouts"] == saved["ledger"]["cumulative"] == 64  # continued from step 2
+    for r in rows[1:]:  # pilots that fell outside the band are discarded, and counted
+        assert r["rollouts/step"] == r["rollouts/pilot"] + r["rollouts/commit"]
+    assert rows[2]["cumulative_rollouts"] == saved["ledger"]["cumulative"]  # continued from step 2
+    # the prompt stream went on from the step-2 state (12 fresh candidates a round) and the
+    # evictions were kept, as in tests/verl/test_cpu_end_to_end.py's one-node kill and resume
     after = pcbench_state(run, 3)
-    counts = ("cumulative", "cumulative_discarded", "cumulative_trained")
-    assert [after["ledger"][k] for k in counts] == [96, 0, 96], after["ledger"]
-    # the prompt stream went on from the step-2 state by one batch of 4 (256 prompts: the same epoch),
-    # as the run that was never interrupted does; GRPO's allocator has no state to diverge
     s2, s3 = saved["stream"], after["stream"]
-    assert (s3["epoch"], s3["pos"], s3["seed"]) == (s2["epoch"], s2["pos"] + 4, s2["seed"]), (s2, s3)
-    assert s3["excluded"] == s2["excluded"] and after["allocator"] == saved["allocator"], (saved, after)
+    if s3["epoch"] == s2["epoch"]:
+        assert s3["pos"] == s2["pos"] + 12 * rows[3]["alloc/rounds"], (s2, s3)
+    assert set(saved["allocator"]["evicted"]) <= set(after["allocator"]["evicted"])
