@@ -27,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "pass-rate histograms, per-set accuracy (alias of python -m pcbench.analysis.regime)")
     regime.add_arguments(rg)
     sub.add_parser("warmstart_spread", add_help=False, help="the warm start's regime over SFT orders and CPU "
-                   "capabilities, before and after consolidation (its own options: warmstart_spread --help)")
+                   "capabilities, by warm-start design (its own options: warmstart_spread --help)")
     return parser
 
 

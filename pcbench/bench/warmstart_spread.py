@@ -2,12 +2,14 @@
 something that should not matter, each scored on the default pool.
 
     python -m pcbench.bench warmstart_spread                  # 5 SFT orders x {default, three_stage} + capabilities
+    python -m pcbench.bench warmstart_spread --designs prelude # only the prelude design (conf/model/tiny.yaml)
     python -m pcbench.bench warmstart_spread --jobs 16 --out results/bench
     python -m pcbench.bench warmstart_spread --designs prelude --with results/bench/warmstart_spread.json
 
 A variant is (design, SFT data order `model.warmstart.seed`, ATen CPU capability). `default` is
 conf/model/tiny.yaml's warm start (the competence stop alone); `three_stage` adds 2,000 consolidation
-steps on the tiers meant to be solved and the top-up back to the stop's level. Each warm start trains
+steps on the tiers meant to be solved and the top-up back to the stop's level; `prelude` trains those
+tiers first and stops a slower mixed SFT with an exact probe (PRELUDE below). Each warm start trains
 from scratch in its own process, one thread, no cache, and is scored with exact pass rates at the
 RL sampling settings (T 1.0, top_p 1.0) on every pool and validation prompt: per tier mean, and
 the pool card's classes: solved (p >= 0.99), near-solved [0.75, 0.99), band [0.125, 0.75),
@@ -110,6 +112,9 @@ def main(argv=None) -> int:
     unknown = [d for d in a.designs.split(",") if d and d not in named]
     if unknown:
         ap.error(f"--designs: unknown {', '.join(unknown)}; choose from {', '.join(named)} (or --design NAME=OVERRIDES)")
+    missing = [str(p) for p in a.earlier if not p.is_file()]
+    if missing:
+        ap.error(f"--with: no such file {', '.join(missing)} (an earlier run's warmstart_spread.json)")
     designs = {d: named[d] for d in a.designs.split(",") if d}
     for d in a.design:
         name, _, ovr = d.partition("=")
