@@ -214,6 +214,21 @@ def _head_dim(c) -> int:
     return int(c.model.hidden_size) // int(c.model.num_heads)
 
 
+def _tier_stage_rules(stage: str, steps_why: str, tiers_why: str) -> list:
+    """The four keys of a warm-start stage that trains on some SFT tiers alone (model.warmstart.<stage>)."""
+    key = f"model.warmstart.{stage}"
+    return [
+        int_ge(f"{key}.steps", 0, steps_why),
+        Rule(f"{key}.tiers",
+             lambda v, c: isinstance(v, ListConfig) and len(v) > 0 and all(t in c.data.sft_tiers for t in v),
+             lambda c: f"a non-empty list of warm-start tiers (data.sft_tiers: {', '.join(c.data.sft_tiers)})",
+             tiers_why),
+        num(f"{key}.lr", 0.0, lo_open=True),
+        Rule(f"{key}.batch_size", lambda v, c: is_int(v) and 1 <= v <= int(c.data.sft_size),
+             lambda c: f"an integer in [1, data.sft_size={c.data.sft_size}]", "each batch draws without replacement"),
+    ]
+
+
 EMBEDDED_RULES = [
     one_of("backend.device", "cpu", fix="the embedded backend runs on CPU; use backend=verl for GPUs"),
     int_ge("data.seed", 0),
@@ -270,22 +285,10 @@ EMBEDDED_RULES = [
     int_ge("model.warmstart.check_every", 1, "SFT steps between two competence probes"),
     one_of("model.warmstart.stop_measure", "exact", "sampled"),
     int_ge("model.warmstart.probe_prompts", 1, "prompts of model.warmstart.stop_tier the competence probe reads"),
-    int_ge("model.warmstart.prelude.steps", 0, "SFT steps before the mixed SFT on the tiers to be solved (0 = none)"),
-    Rule("model.warmstart.prelude.tiers",
-         lambda v, c: isinstance(v, ListConfig) and len(v) > 0 and all(t in c.data.sft_tiers for t in v),
-         lambda c: f"a non-empty list of warm-start tiers (data.sft_tiers: {', '.join(c.data.sft_tiers)})",
-         "the prelude trains on their demonstrations only"),
-    num("model.warmstart.prelude.lr", 0.0, lo_open=True),
-    Rule("model.warmstart.prelude.batch_size", lambda v, c: is_int(v) and 1 <= v <= int(c.data.sft_size),
-         lambda c: f"an integer in [1, data.sft_size={c.data.sft_size}]", "each batch draws without replacement"),
-    int_ge("model.warmstart.consolidate.steps", 0, "SFT steps after the stop on the tiers to be solved (0 = none)"),
-    Rule("model.warmstart.consolidate.tiers",
-         lambda v, c: isinstance(v, ListConfig) and len(v) > 0 and all(t in c.data.sft_tiers for t in v),
-         lambda c: f"a non-empty list of warm-start tiers (data.sft_tiers: {', '.join(c.data.sft_tiers)})",
-         "consolidation trains on their demonstrations only"),
-    num("model.warmstart.consolidate.lr", 0.0, lo_open=True),
-    Rule("model.warmstart.consolidate.batch_size", lambda v, c: is_int(v) and 1 <= v <= int(c.data.sft_size),
-         lambda c: f"an integer in [1, data.sft_size={c.data.sft_size}]", "each batch draws without replacement"),
+    *_tier_stage_rules("prelude", "SFT steps before the mixed SFT on the tiers to be solved (0 = none)",
+                       "the prelude trains on their demonstrations only"),
+    *_tier_stage_rules("consolidate", "SFT steps after the stop on the tiers to be solved (0 = none)",
+                       "consolidation trains on their demonstrations only"),
     int_ge("model.warmstart.top_up.steps", 0, "mixed SFT steps after consolidation, at most, back to the stop's level (0 = none)"),
     num("model.warmstart.top_up.lr", 0.0, lo_open=True),
 ]
