@@ -127,10 +127,10 @@ def main(argv=None) -> int:
     with ThreadPoolExecutor(a.jobs) as pool:
         rows = list(pool.map(lambda v: _run(v, log_dir), vs))
     meta = {**provenance(["warmstart_spread", *(sys.argv[1:] if argv is None else argv)]), "wall_s": round(time.time() - t0, 1), "jobs": a.jobs}
-    for path in a.earlier:  # earlier warm starts first, in the order given
-        earlier = json.loads(path.read_text())
-        rows = [*earlier["rows"], *rows]
-        meta.setdefault("earlier", []).append(earlier["meta"])
+    earlier = [json.loads(path.read_text()) for path in a.earlier]
+    if earlier:  # their warm starts first, in the order given
+        rows = [*(r for e in earlier for r in e["rows"]), *rows]
+        meta["earlier"] = [e["meta"] for e in earlier]
     write_report(rows, meta, a.out)
     print(f"wrote {a.out / 'warmstart_spread.md'} ({len(rows)} warm starts, {meta['wall_s']:.0f} s)")
     return 0

@@ -192,10 +192,11 @@ def prelude(model, task: SyntheticTask, tok: CharTokenizer, ws) -> int:
     only (the tiers meant to be solved), lr decaying linearly from `lr` to 0. -> the steps taken.
 
     Why: stopped alone, the mixed SFT catches add33's abrupt transition wherever the other tiers then
-    are (add22 0.68-0.97 over 6 warm starts that differ in float noise and SFT order). Solving them
-    first, to convergence, leaves only the stop tier moving when the stop reads it; unlike consolidation
-    after the stop, it never drags the stop tier off the level the stop measured. Off by default
-    (results/bench/warmstart_spread.md measures it).
+    are (add22 0.66-0.91 over 6 warm starts that differ in float noise and SFT order). Training them
+    first leaves mostly the stop tier moving when the stop reads it; unlike consolidation after the
+    stop, it never drags the stop tier off the level the stop measured. With a slower mixed SFT and
+    an exact probe (docs/numerics.md) the pool's band held at 34-39% over 6 warm starts. Off by
+    default (results/bench/warmstart_spread.md measures it).
     """
     return _tier_stage(model, task, tok, ws.get("prelude") or {}, "prelude", np.random.default_rng([int(ws.seed), 2]))
 
