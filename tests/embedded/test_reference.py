@@ -11,13 +11,8 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def cache(default_warmstart_cache):
-    return default_warmstart_cache  # tests/conftest.py: shared with the default probes
-
-
-@pytest.fixture(scope="module")
-def default(cache):
-    return reference.warmstart(cache)
+def default(default_warmstart_cache):  # tests/conftest.py: shared with the default probes
+    return reference.warmstart(default_warmstart_cache)
 
 
 def test_default_warm_start_gives_near_solved_band_and_never_solved_prompts(default):
@@ -36,7 +31,7 @@ def test_default_warm_start_gives_near_solved_band_and_never_solved_prompts(defa
     assert hist["p=0"] >= 0.2 and 0.05 <= near_solved <= 0.5 and hist["p=1"] <= 0.3 and mixed >= 0.4, hist
 
 
-def test_default_warm_start_and_first_grpo_steps_match_the_reference(default, cache, tmp_path):
+def test_default_warm_start_and_first_grpo_steps_match_the_reference(default, default_warmstart_cache, tmp_path):
     """Against the reference machine's digests, or those of a recorded other machine this one
     computes as (pcbench/reference.json's other_machines; none since pcbench's own matrix products)."""
     ref = numerics.known(numerics.fingerprint())
@@ -44,4 +39,4 @@ def test_default_warm_start_and_first_grpo_steps_match_the_reference(default, ca
         pytest.skip(numerics.mismatch())
     assert default["digest"] == ref["warmstart"]["digest"], "the default warm start changed: rerun the README's " \
         "main job and `python -m pcbench.backends.embedded.reference write`, and say so in the benchmark files"
-    assert reference.grpo_first_steps(cache, tmp_path) == ref["grpo_first_steps"]["digest"]
+    assert reference.grpo_first_steps(default_warmstart_cache, tmp_path) == ref["grpo_first_steps"]["digest"]
