@@ -15,6 +15,16 @@ LEGACY = ("the default warm start before 2026-12-04 (2,220 SFT steps, no consoli
           "arithmetic of the machine that ran it; its digest was not recorded)")
 
 
+def stages(report: dict) -> str:
+    """'1,240 SFT steps', '1,240 SFT + 2,000 consolidation + 9 top-up steps' or '1,500 prelude + 820 SFT steps'
+    (stages that took no step are left out)."""
+    parts = [(report.get("prelude_steps"), "prelude"), (report.get("sft_steps"), "SFT"),
+             (report.get("consolidation_steps"), "consolidation"), (report.get("top_up_steps"), "top-up")]
+    if not any(n for n, what in parts if what != "SFT"):
+        return f"{report.get('sft_steps', '?'):,} SFT steps" if isinstance(report.get("sft_steps"), int) else "? SFT steps"
+    return " + ".join(f"{n:,} {what}" for n, what in parts if n or what == "SFT") + " steps"
+
+
 def warmstart_digests(folders) -> list[str]:
     """Distinct warm-start digests of run folders (their machine.json's first entry), sorted."""
     out = set()
@@ -33,16 +43,14 @@ def warmstart_notice(provenance: dict | None) -> str:
     if digests == [today["digest"]]:
         return f"Warm start: today's default (digest `{today['digest']}`, pcbench/reference.json)."
     if digests and today["digest"] in digests:
-        # A grid whose cells select another warm start (e.g. model.warmstart.consolidate.steps) builds it
-        # on today's default; that default is what can go stale, so only its absence is flagged below.
+        # A grid whose cells select other warm starts (e.g. model/warmstart=three_stage) beside today's
+        # default: that default is what can go stale, so only its absence is flagged below.
         others = "`, `".join(d for d in digests if d != today["digest"])
         return (f"Warm starts: today's default (digest `{today['digest']}`, pcbench/reference.json) and `{others}`, "
-                f"which the cells' own overrides select on top of it (each run's machine.json names its digest).")
+                f"which the cells' own overrides select (each run's machine.json names its digest).")
     what = ("warm start(s) `" + "`, `".join(digests) + "`") if digests else LEGACY
-    cons = f" + {today['consolidation_steps']:,} consolidation steps" if today.get("consolidation_steps") else ""
-    cons += f" + {today['top_up_steps']:,} top-up steps" if today.get("top_up_steps") else ""
     own = numerics.reference()["machine"].get("matmul") == "pcbench detgemm"
     arithmetic = "pinned AVX2 arithmetic" + (" and pcbench's own matrix products, since 2026-12-06" if own else "")
     return (f"**Measured from {what}; today's default warm start differs** (digest `{today['digest']}`: "
-            f"{today['sft_steps']:,} SFT steps{cons} on {arithmetic}; pcbench/reference.json). The "
+            f"{stages(today)} on {arithmetic}; pcbench/reference.json). The "
             f"numbers below are those runs'; rerun the command for today's.")

@@ -29,15 +29,14 @@ def _in_band(pool: dict, tier: str) -> str:
 STAGES = (("prelude_steps", "pre"), ("sft_steps", ""), ("consolidation_steps", "cons"), ("top_up_steps", "top-up"))
 # what each design the bench names is (pcbench/bench/warmstart_spread.py); others show their overrides
 DESIGNS = {
-    "default": "conf/model/tiny.yaml's warm start (SFT on the mix until a sampled 64 x 8 probe every 20 steps "
-               "finds add33 at 0.4)",
-    "three_stage": "the same stop, then 2,000 consolidation steps on add11, add21, add22, add32 with lr 3e-4 -> 0, "
-                   "then mixed SFT at lr 3e-5 until an exact probe reads add33 at 0.4 again "
-                   "(model.warmstart.consolidate.steps=2000)",
-    "prelude": "first 3,000 steps on add11, add21, add22, add32 alone with lr 1e-3 -> 0, then the mixed SFT "
-               "at lr 3e-4 until an exact probe, read every 2 steps, finds add33 at 0.4 "
-               "(model.warmstart.prelude.steps=3000 model.warmstart.lr=3e-4 model.warmstart.stop_measure=exact "
-               "model.warmstart.check_every=2)",
+    "prelude": "model/warmstart=prelude, the default since 2026-12-07: first 3,000 steps on add11, add21, add22, "
+               "add32 alone with lr 1e-3 -> 0, then the mixed SFT at lr 3e-4 until an exact probe, read every 2 "
+               "steps, finds add33 at 0.4",
+    "stop_only": "model/warmstart=stop_only, the default before 2026-12-07: SFT on the mix at lr 1e-3 until a "
+                 "sampled 64 x 8 probe every 20 steps finds add33 at 0.4",
+    "three_stage": "model/warmstart=three_stage: stop_only's stop, then 2,000 consolidation steps on add11, add21, "
+                   "add22, add32 with lr 3e-4 -> 0, then mixed SFT at lr 3e-5 until an exact probe reads add33 at "
+                   "0.4 again",
 }
 
 

@@ -1,15 +1,16 @@
 """How far float noise moves the warm start's regime: several warm starts that differ only in
 something that should not matter, each scored on the default pool.
 
-    python -m pcbench.bench warmstart_spread                  # 5 SFT orders x {default, three_stage} + capabilities
-    python -m pcbench.bench warmstart_spread --designs prelude # only the prelude design (conf/model/tiny.yaml)
+    python -m pcbench.bench warmstart_spread                  # 5 SFT orders x {prelude, stop_only, three_stage} + capabilities
+    python -m pcbench.bench warmstart_spread --designs prelude # only today's default (conf/model/warmstart/prelude.yaml)
     python -m pcbench.bench warmstart_spread --jobs 16 --out results/bench
     python -m pcbench.bench warmstart_spread --designs prelude --with results/bench/warmstart_spread.json
 
-A variant is (design, SFT data order `model.warmstart.seed`, ATen CPU capability). `default` is
-conf/model/tiny.yaml's warm start (the competence stop alone); `three_stage` adds 2,000 consolidation
-steps on the tiers meant to be solved and the top-up back to the stop's level; `prelude` trains those
-tiers first and stops a slower mixed SFT with an exact probe (PRELUDE below). Each warm start trains
+A variant is (design, SFT data order `model.warmstart.seed`, ATen CPU capability). A design is a
+choice of the config group model/warmstart (conf/model/warmstart/): `prelude` (the default since
+2026-12-07) trains the tiers meant to be solved first and stops a slower mixed SFT with an exact
+probe; `stop_only` (the default before) is the competence stop alone; `three_stage` adds to it 2,000
+consolidation steps on the tiers meant to be solved and the top-up back to the stop's level. Each warm start trains
 from scratch in its own process, one thread, no cache, and is scored with exact pass rates at the
 RL sampling settings (T 1.0, top_p 1.0) on every pool and validation prompt: per tier mean, and
 the pool card's classes: solved (p >= 0.99), near-solved [0.75, 0.99), band [0.125, 0.75),
@@ -27,11 +28,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-# the opt-in design the study compares with the default (conf/model/tiny.yaml: the competence stop alone)
-THREE_STAGE = ["model.warmstart.consolidate.steps=2000"]
-# the easy tiers solved first, then a slower mixed SFT read exactly every 2 steps (conf/model/tiny.yaml: prelude)
-PRELUDE = ["model.warmstart.prelude.steps=3000", "model.warmstart.lr=3e-4", "model.warmstart.steps=8000",
-           "model.warmstart.stop_measure=exact", "model.warmstart.check_every=2"]
+# the named designs: the choices of conf/model/warmstart/
+DESIGNS = ("prelude", "stop_only", "three_stage")
 
 def one(overrides: list[str]) -> dict:
     """Train one warm start from scratch under `overrides` (this process), score it, -> its record."""
@@ -93,8 +91,8 @@ def main(argv=None) -> int:
     ap.add_argument("--design", action="append", default=[], metavar="NAME=OVERRIDE,...",
                     help="a further design to compare (Hydra overrides, comma-separated), e.g. "
                          "'late=model.warmstart.stop_pass_rate=0.5'; repeatable")
-    ap.add_argument("--designs", default="default,three_stage",
-                    help="which named designs to run (comma list of default, three_stage, prelude; '' for none)")
+    ap.add_argument("--designs", default=",".join(DESIGNS),
+                    help=f"which model/warmstart choices to run (comma list of {', '.join(DESIGNS)}; '' for none)")
     ap.add_argument("--with", dest="earlier", type=Path, action="append", default=[],
                     help="an earlier warmstart_spread.json whose warm starts join this report (same code: "
                          "its digests show it); repeatable")
@@ -108,7 +106,7 @@ def main(argv=None) -> int:
     from pcbench.analysis.warmstart_spread import write_report
 
     caps = [c for c in a.capabilities.split(",") if c]
-    named = {"default": [], "three_stage": THREE_STAGE, "prelude": PRELUDE}
+    named = {d: [f"model/warmstart={d}"] for d in DESIGNS}
     unknown = [d for d in a.designs.split(",") if d and d not in named]
     if unknown:
         ap.error(f"--designs: unknown {', '.join(unknown)}; choose from {', '.join(named)} (or --design NAME=OVERRIDES)")

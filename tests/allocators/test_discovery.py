@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-TINY = ["model.hidden_size=64", "model.intermediate_size=128", "model.warmstart.stop_tier=null", "model.warmstart.steps=250", "model.warmstart.consolidate.steps=0", "data.train_size=240",
+TINY = ["model.hidden_size=64", "model.intermediate_size=128", "model.warmstart.stop_tier=null", "model.warmstart.steps=250", "model/warmstart=stop_only", "data.train_size=240",
         "data.val_size=16", "data.sft_size=1000", "train.batch_size=4", "train.mini_batch_size=2", "rollout.n=8",
         "train.eval_every=2", "train.threads=1", "logging.progress=false", "experiment=discovery",
         "data.tiers.add33=0.0", "data.tiers.add44=0.0", "train.steps=2"]

@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 # a tiny embedded setup whose warm start trains in seconds (tests/embedded/test_exact_eval.py's SMALL,
 # with every tier of data=synthetic and 100 SFT steps: the card's numbers do not matter here)
 TINY = ["model.hidden_size=64", "model.intermediate_size=128", "model.warmstart.stop_tier=null",
-        "model.warmstart.steps=100", "model.warmstart.consolidate.steps=0", "data.train_size=240", "data.val_size=48",
+        "model.warmstart.steps=100", "model/warmstart=stop_only", "data.train_size=240", "data.val_size=48",
         "data.sft_size=1000", "rollout.n=8", "data.ood_size=8"]
 CARD_HEAD = ["tier", "n", "mean", "solved", "near-solved", "band", "hard", "never"]
 

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-TINY = ["model.hidden_size=64", "model.intermediate_size=128", "model.warmstart.stop_tier=null", "model.warmstart.steps=250", "model.warmstart.consolidate.steps=0", "data.train_size=240",
+TINY = ["model.hidden_size=64", "model.intermediate_size=128", "model.warmstart.stop_tier=null", "model.warmstart.steps=250", "model/warmstart=stop_only", "data.train_size=240",
         "data.tiers.add33=0.0", "data.tiers.add44=0.0", "++data.tiers.add21=0.5",
         "data.val_size=16", "data.sft_size=1000", "train.batch_size=4", "train.mini_batch_size=2",
         "train.eval_every=1", "method.max_rounds=30"]

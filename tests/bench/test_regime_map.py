@@ -16,7 +16,7 @@ from pcbench.analysis.map_scoring import criteria_met, crossings, per_run_rates,
 from pcbench.bench.launch import CONF_DIR, run_folder
 from pcbench.bench.regime_map import cell_jobs, cells, load_grid
 
-TINY = ["model.hidden_size=64", "model.intermediate_size=128", "model.warmstart.stop_tier=null", "model.warmstart.steps=250", "model.warmstart.consolidate.steps=0",
+TINY = ["model.hidden_size=64", "model.intermediate_size=128", "model.warmstart.stop_tier=null", "model.warmstart.steps=250", "model/warmstart=stop_only",
         "data.sft_size=1000", "data.train_size=240", "data.val_size=16", "data.ood_size=4", "train.batch_size=4",
         "train.mini_batch_size=2", "train.steps=4", "train.eval_every=2", "method.max_rounds=30",
         # as tests/embedded/test_end_to_end.py: this warm start solves some 2+2-digit sums only

@@ -13,7 +13,7 @@ import pytest
 
 from pcbench.rundir import Summary
 
-TINY = ["model.hidden_size=64", "model.intermediate_size=128", "model.warmstart.stop_tier=null", "model.warmstart.steps=250", "model.warmstart.consolidate.steps=0", "data.train_size=480",
+TINY = ["model.hidden_size=64", "model.intermediate_size=128", "model.warmstart.stop_tier=null", "model.warmstart.steps=250", "model/warmstart=stop_only", "data.train_size=480",
         "data.val_size=16", "data.sft_size=1000", "train.batch_size=4", "train.mini_batch_size=2", "rollout.n=16",
         "train.eval_every=2", "train.checkpoint_every=2", "train.threads=1", "logging.progress=false",
         "experiment=e2e", "method.max_rounds=30",

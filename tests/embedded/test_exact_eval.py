@@ -21,7 +21,7 @@ from pcbench.reward import compute_score
 
 REPO = Path(__file__).resolve().parents[2]
 SMALL = ["model.hidden_size=64", "model.intermediate_size=128", "model.warmstart.stop_tier=null",
-         "model.warmstart.steps=250", "model.warmstart.consolidate.steps=0", "data.train_size=240", "data.val_size=48", "data.sft_size=1000",
+         "model.warmstart.steps=250", "model/warmstart=stop_only", "data.train_size=240", "data.val_size=48", "data.sft_size=1000",
          "data.tiers.add33=0.0", "data.tiers.add44=0.0", "rollout.n=8", "data.ood_size=8"]
 
 

@@ -10,7 +10,7 @@ import torch
 from pcbench.backends.embedded import checkpoint
 from pcbench.backends.embedded.trainer import EmbeddedRun
 
-TINY = ["model.hidden_size=32", "model.intermediate_size=64", "model.warmstart.stop_tier=null", "model.warmstart.steps=5", "model.warmstart.consolidate.steps=0", "model.warmstart.batch_size=16",
+TINY = ["model.hidden_size=32", "model.intermediate_size=64", "model.warmstart.stop_tier=null", "model.warmstart.steps=5", "model/warmstart=stop_only", "model.warmstart.batch_size=16",
         "data.train_size=64", "data.val_size=8", "data.sft_size=200", "train.batch_size=4", "train.mini_batch_size=2",
         "rollout.n=4", "train.steps=4", "train.eval_every=2", "train.checkpoint_every=2", "train.threads=1",
         "logging.progress=false", "experiment=fail"]

@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 HAS_AVX2 = "avx2" in Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else False
 # a short warm start and 2 GRPO steps: the whole embedded path (SFT, sampling, reward, PPO, evaluation)
 SHORT = ["model.hidden_size=64", "model.intermediate_size=128", "model.warmstart.stop_tier=null",
-         "model.warmstart.steps=40", "model.warmstart.consolidate.steps=10", "data.train_size=240",
+         "model.warmstart.steps=40", "model/warmstart=stop_only", "model.warmstart.consolidate.steps=10", "data.train_size=240",
          "data.val_size=32", "data.sft_size=1000", "train.steps=2", "train.batch_size=4",
          "train.mini_batch_size=2", "rollout.n=8", "train.eval_every=1", "logging.progress=false", "train.threads=1"]
 

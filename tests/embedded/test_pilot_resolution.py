@@ -12,7 +12,7 @@ from pcbench.backends.embedded.trainer import EmbeddedRun
 from pcbench.rundir import RunDir
 
 SMALL = ["model.hidden_size=64", "model.intermediate_size=128", "model.warmstart.stop_tier=null",
-         "model.warmstart.steps=250", "model.warmstart.consolidate.steps=0", "data.sft_size=1000", "data.train_size=240", "data.val_size=8", "data.ood_size=4",
+         "model.warmstart.steps=250", "model/warmstart=stop_only", "data.sft_size=1000", "data.train_size=240", "data.val_size=8", "data.ood_size=4",
          "train.batch_size=4", "train.mini_batch_size=2", "train.threads=1", "data.tiers.add33=0.0",
          "data.val_mode=exact"]
 

@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 POOL_KNOBS = [["data.train_size=3000"], ["data.tiers.add33=0.6"], ["data.never_share=0.5"], ["data.val_size=200"],
               ["data.ood_size=64"], ["data=synthetic_continuum"], ["data=synthetic_continuum", "data.never_share=0.4"],
               ["data.val_mode=exact"], ["rollout.n=64"]]
-SMALL_WS = ["model.hidden_size=32", "model.intermediate_size=64", "model.warmstart.steps=40", "model.warmstart.consolidate.steps=0",
+SMALL_WS = ["model.hidden_size=32", "model.intermediate_size=64", "model.warmstart.steps=40", "model/warmstart=stop_only",
             "model.warmstart.check_every=20", "model.warmstart.stop_pass_rate=0.99", "model.warmstart.batch_size=16"]
 
 

@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 SMALL = ["model.hidden_size=64", "model.intermediate_size=128", "data.train_size=240", "data.val_size=16",
          "data.sft_size=1000", "data.tiers.add33=0.0", "data.tiers.add44=0.0", "rollout.n=8",
-         "model.warmstart.consolidate.steps=0"]
+         "model/warmstart=stop_only"]
 
 
 def warm_start(cache, *overrides):

@@ -25,7 +25,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 # a tiny embedded job (tests/embedded/test_end_to_end.py's): a 250-step warm start of a small model, 2 steps
 TINY = ["model.hidden_size=64", "model.intermediate_size=128", "model.warmstart.stop_tier=null",
-        "model.warmstart.steps=250", "model.warmstart.consolidate.steps=0", "data.train_size=480", "data.val_size=16", "data.sft_size=1000",
+        "model.warmstart.steps=250", "model/warmstart=stop_only", "data.train_size=480", "data.val_size=16", "data.sft_size=1000",
         "train.batch_size=4", "train.mini_batch_size=2", "rollout.n=16", "method.max_rounds=30", "train.eval_every=2",
         "train.threads=1", "logging.progress=false", "data.tiers.add33=0.0", "data.tiers.add44=0.0",
         "train.steps=2"]

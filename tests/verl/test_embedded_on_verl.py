@@ -35,7 +35,7 @@ TIMEOUT_S = 900
 # few prompts after the evictions to fill a batch) and 96 validation problems
 EMBEDDED = ["model.warmstart.stop_tier=add33", "model.warmstart.stop_pass_rate=0.15", "data.tiers.add44=0.0",
             "model.warmstart.stop_measure=sampled", "model.warmstart.probe_prompts=64", "model.warmstart.check_every=20",
-            "model.warmstart.consolidate.steps=1000",
+            "model/warmstart=stop_only", "model.warmstart.consolidate.steps=1000",
             "+data.tiers.add32=0.3", "data.train_size=60", "data.val_size=96", "data.val_samples=1"]
 
 

@@ -6,8 +6,8 @@
     python -m pcbench.backends.embedded.reference machine  # only the fingerprint, under each MKL_CBWR branch (seconds)
 
 Three digests, cheapest first: the numerics fingerprint (pcbench/numerics.py: one pass through a
-small model, milliseconds), the default warm start's weights (conf/model/tiny.yaml +
-conf/data/synthetic.yaml: trained or read from the cache) and the metrics of the first
+small model, milliseconds), the default warm start's weights (conf/model/tiny.yaml, its
+model/warmstart=prelude, and conf/data/synthetic.yaml: trained or read from the cache) and the metrics of the first
 GRPO_STEPS steps of GRPO seed 0 from it (every logged number but the timings). Equal
 fingerprints and different warm-start digests mean the code changed, not the machine.
 """
@@ -62,7 +62,7 @@ def current(cache: Path) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         grpo = grpo_first_steps(cache, Path(tmp))
     return {"machine": {k: v for k, v in numerics.describe().items() if k != "threads"},
-            "warmstart": {"digest": ws["digest"], "sft_steps": ws["sft_steps"],
+            "warmstart": {"digest": ws["digest"], "prelude_steps": ws.get("prelude_steps", 0), "sft_steps": ws["sft_steps"],
                           "consolidation_steps": ws.get("consolidation_steps", 0),
                           "top_up_steps": ws.get("top_up_steps", 0), "per_tier": ws["per_tier"]},
             "grpo_first_steps": {"steps": GRPO_STEPS, "digest": grpo}}

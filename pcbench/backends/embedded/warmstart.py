@@ -27,6 +27,7 @@ from pcbench.backends.embedded.model import build_model, num_parameters
 from pcbench.backends.embedded.policy import build_token_batch, response_log_probs
 from pcbench.backends.embedded.task import SyntheticTask
 from pcbench.backends.embedded.tokenizer import CharTokenizer
+from pcbench.analysis.warmstart_note import stages
 from pcbench.rundir import atomic_write_json
 
 HIST_EDGES = (0.0, 1e-9, 0.125, 0.375, 0.625, 0.875, 1.0 - 1e-9, 1.0)
@@ -94,19 +95,9 @@ def load_or_train(cfg, task: SyntheticTask, tok: CharTokenizer, log=print):
     model.load_state_dict(torch.load(weights, weights_only=True))
     report = {**json.loads(report_path.read_text()), "digest": weights_digest(model),
               **pool_report(model, task, tok, cfg, cache)}
-    log(f"warm start ({_stages(report)}) pass-rate histogram over training prompts: "
+    log(f"warm start ({stages(report)}) pass-rate histogram over training prompts: "
         + ", ".join(f"{k} {v:.0%}" for k, v in report["histogram"].items()))
     return model, report
-
-
-def _stages(report: dict) -> str:
-    """'1,240 SFT steps', '1,240 SFT + 2,000 consolidation + 9 top-up steps' or '1,500 prelude + 820 SFT steps'
-    (stages that took no step are left out)."""
-    parts = [(report.get("prelude_steps"), "prelude"), (report.get("sft_steps"), "SFT"),
-             (report.get("consolidation_steps"), "consolidation"), (report.get("top_up_steps"), "top-up")]
-    if not any(n for n, what in parts if what != "SFT"):
-        return f"{report.get('sft_steps', '?'):,} SFT steps" if isinstance(report.get("sft_steps"), int) else "? SFT steps"
-    return " + ".join(f"{n:,} {what}" for n, what in parts if n or what == "SFT") + " steps"
 
 
 def train_warm_start(model, task: SyntheticTask, tok: CharTokenizer, cfg, log=print) -> dict:
@@ -195,8 +186,9 @@ def prelude(model, task: SyntheticTask, tok: CharTokenizer, ws) -> int:
     are (add22 0.66-0.91 over 6 warm starts that differ in float noise and SFT order). Training them
     first leaves mostly the stop tier moving when the stop reads it; unlike consolidation after the
     stop, it never drags the stop tier off the level the stop measured. With a slower mixed SFT and
-    an exact probe (docs/numerics.md) the pool's band held at 34-39% over 6 warm starts. Off by
-    default (results/bench/warmstart_spread.md measures it).
+    an exact probe (docs/numerics.md) the pool's band held at 34-39% over 6 warm starts. On by
+    default since 2026-12-07 (conf/model/warmstart/prelude.yaml; results/bench/warmstart_spread.md
+    measures it).
     """
     return _tier_stage(model, task, tok, ws.get("prelude") or {}, "prelude", np.random.default_rng([int(ws.seed), 2]))
 
@@ -210,7 +202,8 @@ def consolidate(model, task: SyntheticTask, tok: CharTokenizer, ws) -> int:
     pool). Training the tiers meant to be solved to convergence with a vanishing step makes them
     solved (p >= 0.99 at T 1.0) whatever the stop step, but moves the band tier, mostly down
     (add33 0.37-0.47 -> 0.11-0.41 over 5 SFT orders): top_up brings it back. Off by default
-    (conf/model/tiny.yaml says why; results/bench/warmstart_spread.md measures it).
+    (model/warmstart=three_stage; conf/model/warmstart/three_stage.yaml says why;
+    results/bench/warmstart_spread.md measures it).
     """
     return _tier_stage(model, task, tok, ws.get("consolidate") or {}, "consolidate",
                        np.random.default_rng([int(ws.seed), 1]))
