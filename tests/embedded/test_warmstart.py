@@ -94,3 +94,18 @@ def test_no_top_up_when_nothing_ran_after_the_stop(tmp_path):
                         "model.warmstart.top_up.steps=300")
     assert report["consolidation_steps"] == 0 and report["top_up_steps"] == 0
     assert report["stop"]["reached_at"] == report["sft_steps"] and "top_up_measure" not in report["stop"]
+
+
+def test_the_progress_bar_shows_every_stage_and_changes_no_weight(tmp_path, capsys):
+    """The warm start (minutes at the default) shows one bar over its stages on stderr, ended at
+    100% when the stop cuts the SFT short; with logging.progress=false there is none, and the
+    weights are the same either way (the bar counts steps, it touches no tensor or generator)."""
+    stages = [*SMALL, "model.warmstart.prelude.steps=10", "model.warmstart.prelude.tiers=[add11,add21]",
+              "model.warmstart.steps=400", "model.warmstart.stop_tier=add22", "model.warmstart.stop_measure=exact",
+              "model.warmstart.stop_pass_rate=0.015", "model.warmstart.check_every=5"]
+    shown = warm_start(tmp_path / "a", *stages)
+    err = capsys.readouterr().err
+    done = shown["prelude_steps"] + shown["sft_steps"]
+    assert shown["sft_steps"] < 400 and f"{done}/{done}" in err and "warm start" in err, err[-300:]
+    quiet = warm_start(tmp_path / "b", *stages, "logging.progress=false")
+    assert "warm start" not in capsys.readouterr().err and quiet["digest"] == shown["digest"]

@@ -16,6 +16,7 @@ import fcntl
 import hashlib
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -109,13 +110,21 @@ def train_warm_start(model, task: SyntheticTask, tok: CharTokenizer, cfg, log=pr
     # 73% (the competence stop makes this matter less; one thread keeps it bit-reproducible).
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
+    ws = cfg.model.warmstart
+    bar = _progress(cfg)
     try:
         probe = competence_probe(model, task, tok, cfg)
-        first = prelude(model, task, tok, cfg.model.warmstart)
-        sft_steps = sft(model, task, tok, cfg.model.warmstart, probe)
-        consolidated = consolidate(model, task, tok, cfg.model.warmstart)
-        topped = top_up(model, task, tok, cfg.model.warmstart, probe, sft_steps + consolidated)
+        tick = bar.ticker(probe)
+        bar.stage("prelude")
+        first = prelude(model, task, tok, ws, tick)
+        bar.stage("SFT")
+        sft_steps = sft(model, task, tok, ws, probe, tick)
+        bar.stage("consolidation", skipped=int(ws.steps) - sft_steps)
+        consolidated = consolidate(model, task, tok, ws, tick)
+        bar.stage("top-up")
+        topped = top_up(model, task, tok, ws, probe, sft_steps + consolidated, tick)
     finally:
+        bar.close()
         torch.set_num_threads(threads)
     report = {"sft_steps": sft_steps, "consolidation_steps": consolidated, "top_up_steps": topped}
     if first:
@@ -130,6 +139,44 @@ def train_warm_start(model, task: SyntheticTask, tok: CharTokenizer, cfg, log=pr
     report["digest"] = weights_digest(model)
     report["sft_seconds"] = round(time.perf_counter() - t0, 1)
     return report
+
+
+class _Bar:
+    """The warm start's progress bar (stderr): one bar over every stage's step budget, the stage and
+    the stop tier's last probe read in its postfix; the mixed SFT's unused budget is dropped from the
+    total when the stop ends it early. Steps only: it never touches a tensor or a generator."""
+
+    def __init__(self, total: int, enabled: bool):
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=total, desc="warm start", unit="step", disable=not enabled, file=sys.stderr,
+                        mininterval=1.0, dynamic_ncols=True)
+        self.name = ""
+
+    def stage(self, name: str, skipped: int = 0) -> None:
+        self.name = name
+        if skipped > 0:
+            self.bar.total -= skipped
+        self.bar.set_description(f"warm start ({name})", refresh=False)
+
+    def ticker(self, probe):
+        def tick():
+            self.bar.update(1)
+            if probe is not None and probe.record["trace"] and self.bar.n % 20 == 0:
+                self.bar.set_postfix_str(f"{probe.tier} {probe.record['trace'][-1][1]:.2f}", refresh=False)
+        return tick
+
+    def close(self) -> None:
+        self.bar.total = self.bar.n  # a stage that stopped early ends the bar at 100%
+        self.bar.set_description("warm start", refresh=False)
+        self.bar.close()
+
+
+def _progress(cfg) -> _Bar:
+    ws = cfg.model.warmstart
+    steps = {k: int((ws.get(k) or {}).get("steps", 0) or 0) for k in ("prelude", "consolidate", "top_up")}
+    budget = steps["prelude"] + int(ws.steps) + (steps["consolidate"] + steps["top_up"] if steps["consolidate"] else 0)
+    return _Bar(budget, bool(cfg.get("logging", {}).get("progress", True)))
 
 
 def weights_digest(model) -> str:
@@ -148,9 +195,10 @@ def _sft_batch(model, tok: CharTokenizer, probs) -> torch.Tensor:
     return -(response_log_probs(model, b).sum() / b.resp_mask.sum())
 
 
-def _train(model, probs, tok, steps: int, batch: int, lr: float, schedule, rng, after=None) -> int:
+def _train(model, probs, tok, steps: int, batch: int, lr: float, schedule, rng, after=None, tick=None) -> int:
     """`steps` AdamW steps on batches drawn from `probs` without replacement (lr x schedule(step),
-    grad norm clipped at 1); `after(step)` returning True stops early. -> the steps taken."""
+    grad norm clipped at 1); `after(step)` returning True stops early; `tick()` after each step
+    (the progress bar: it touches no tensor or generator). -> the steps taken."""
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule)
     model.train()
@@ -163,22 +211,24 @@ def _train(model, probs, tok, steps: int, batch: int, lr: float, schedule, rng, 
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         sched.step()
+        if tick is not None:
+            tick()
         if after is not None and after(step):
             break
     model.eval()
     return step
 
 
-def sft(model, task: SyntheticTask, tok: CharTokenizer, ws, probe=None) -> int:
+def sft(model, task: SyntheticTask, tok: CharTokenizer, ws, probe=None, tick=None) -> int:
     """Train up to ws.steps SFT steps (50-step warm-up, then constant lr); -> the steps taken
     (fewer when `probe` says stop)."""
     every = int(ws.get("check_every", 0) or 0)
     after = (lambda step: step % every == 0 and probe(step)) if probe is not None and every else None
     return _train(model, task.sft, tok, int(ws.steps), int(ws.batch_size), float(ws.lr),
-                  lambda s: min(1.0, (s + 1) / 50), np.random.default_rng(int(ws.seed)), after)
+                  lambda s: min(1.0, (s + 1) / 50), np.random.default_rng(int(ws.seed)), after, tick)
 
 
-def prelude(model, task: SyntheticTask, tok: CharTokenizer, ws) -> int:
+def prelude(model, task: SyntheticTask, tok: CharTokenizer, ws, tick=None) -> int:
     """model.warmstart.prelude: before the mixed SFT, `steps` steps on the demonstrations of `tiers`
     only (the tiers meant to be solved), lr decaying linearly from `lr` to 0. -> the steps taken.
 
@@ -190,10 +240,11 @@ def prelude(model, task: SyntheticTask, tok: CharTokenizer, ws) -> int:
     default since 2026-12-07 (conf/model/warmstart/prelude.yaml; results/bench/warmstart_spread.md
     measures it).
     """
-    return _tier_stage(model, task, tok, ws.get("prelude") or {}, "prelude", np.random.default_rng([int(ws.seed), 2]))
+    return _tier_stage(model, task, tok, ws.get("prelude") or {}, "prelude", np.random.default_rng([int(ws.seed), 2]),
+                       tick)
 
 
-def consolidate(model, task: SyntheticTask, tok: CharTokenizer, ws) -> int:
+def consolidate(model, task: SyntheticTask, tok: CharTokenizer, ws, tick=None) -> int:
     """model.warmstart.consolidate: after the competence stop, `steps` more SFT steps on the
     demonstrations of `tiers` only, lr decaying linearly from `lr` to 0. -> the steps taken.
 
@@ -206,10 +257,10 @@ def consolidate(model, task: SyntheticTask, tok: CharTokenizer, ws) -> int:
     results/bench/warmstart_spread.md measures it).
     """
     return _tier_stage(model, task, tok, ws.get("consolidate") or {}, "consolidate",
-                       np.random.default_rng([int(ws.seed), 1]))
+                       np.random.default_rng([int(ws.seed), 1]), tick)
 
 
-def _tier_stage(model, task: SyntheticTask, tok: CharTokenizer, c, name: str, rng) -> int:
+def _tier_stage(model, task: SyntheticTask, tok: CharTokenizer, c, name: str, rng, tick=None) -> int:
     """`c.steps` AdamW steps on the demonstrations of `c.tiers` only, lr decaying linearly from `c.lr` to 0."""
     steps = int(c.get("steps", 0) or 0)
     if not steps:
@@ -219,10 +270,11 @@ def _tier_stage(model, task: SyntheticTask, tok: CharTokenizer, c, name: str, rn
     if len(probs) < int(c.batch_size):
         raise ValueError(f"model.warmstart.{name}.tiers={sorted(tiers)}: {len(probs)} demonstrations, fewer "
                          f"than batch_size={c.batch_size}; name tiers of data.sft_tiers")
-    return _train(model, probs, tok, steps, int(c.batch_size), float(c.lr), lambda s: max(0.0, 1.0 - s / steps), rng)
+    return _train(model, probs, tok, steps, int(c.batch_size), float(c.lr), lambda s: max(0.0, 1.0 - s / steps), rng,
+                  tick=tick)
 
 
-def top_up(model, task: SyntheticTask, tok: CharTokenizer, ws, probe, offset: int) -> int:
+def top_up(model, task: SyntheticTask, tok: CharTokenizer, ws, probe, offset: int, tick=None) -> int:
     """model.warmstart.top_up: after consolidation, the mixed SFT again at a small constant lr, the
     probe read exactly every step, until the stop tier passes at stop_pass_rate again (at most
     `steps`). -> the steps taken (0 when consolidation left it there).
@@ -242,7 +294,7 @@ def top_up(model, task: SyntheticTask, tok: CharTokenizer, ws, probe, offset: in
         return 0
     probe.record["reached_at"] = None
     return _train(model, task.sft, tok, steps, int(ws.batch_size), float(t.lr), lambda s: 1.0,
-                  np.random.default_rng([int(ws.seed), 3]), lambda s: probe(offset + s))
+                  np.random.default_rng([int(ws.seed), 3]), lambda s: probe(offset + s), tick)
 
 
 class CompetenceProbe:
