@@ -151,10 +151,8 @@ class _Bar:
 
         self.bar = tqdm(total=total, desc="warm start", unit="step", disable=not enabled, file=sys.stderr,
                         mininterval=1.0, dynamic_ncols=True)
-        self.name = ""
 
     def stage(self, name: str, skipped: int = 0) -> None:
-        self.name = name
         if skipped > 0:
             self.bar.total -= skipped
         self.bar.set_description(f"warm start ({name})", refresh=False)
