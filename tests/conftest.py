@@ -17,14 +17,36 @@ os.environ.setdefault("WANDB_MODE", "offline")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
-# Tests that start Ray / vLLM or use the test Slurm clusters: one xdist worker runs them all, one
-# after another (they load both cores, share the clusters and bound themselves with timeouts).
-SERIAL_DIRS = ("verl", "slurm")
+# Tests that start Ray / vLLM or use the test Slurm clusters: under `-n 2 --dist loadgroup` one xdist
+# worker runs them all, one after another (they load both cores, share the clusters and bound
+# themselves with timeouts). By path, because xdist's scheduler sees node ids only; a marked test
+# elsewhere stops the session at collection (so the list cannot go stale).
+SERIAL_PATHS = ("tests/verl/", "tests/slurm/", "tests/analysis/test_predict_cli.py")
 SERIAL_MARKS = ("verl_cpu", "slurm")
 
 
+def work_unit(nodeid: str) -> str:
+    """The xdist work unit of a test: `serial`, or its file (a module fixture is built once)."""
+    path = nodeid.split("::", 1)[0]
+    return "serial" if path.startswith(SERIAL_PATHS) else path
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadgroup` with pcbench's units (work_unit) instead of xdist_group marks: xdist 3.8
+    renames node ids to group them, which pytest 9 no longer reads (every test became its own unit)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Units(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    return Units(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
-    _xdist_groups(items)
+    _check_serial_paths(items)
     try:
         import torch
         has_gpu = torch.cuda.is_available()
@@ -38,16 +60,12 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
-def _xdist_groups(items):
-    """Work units for the README's `pytest -n 2 --dist loadgroup`: every test file is one unit, so a
-    module fixture (a trained run several tests read) is built once, on one worker; every test that
-    starts Ray / vLLM or uses a Slurm cluster is in one unit `serial`. The other worker meanwhile runs
-    the embedded and analysis files (issue 29: CI's wall time; docs/measurements.md#ci). Without
-    `-n` the marks do nothing."""
-    for item in items:
-        rel = Path(str(item.path)).resolve().relative_to(REPO / "tests")
-        serial = rel.parts[0] in SERIAL_DIRS or any(item.get_closest_marker(m) for m in SERIAL_MARKS)
-        item.add_marker(pytest.mark.xdist_group("serial" if serial else rel.as_posix()))
+def _check_serial_paths(items):
+    stray = [item.nodeid for item in items if work_unit(item.nodeid) != "serial"
+             and any(item.get_closest_marker(m) for m in SERIAL_MARKS)]
+    if stray:
+        raise pytest.UsageError(f"{stray[0]} is marked {'/'.join(SERIAL_MARKS)} but not under tests/conftest.py's "
+                                f"SERIAL_PATHS: add its file there (xdist would run it beside another Ray/Slurm test)")
 
 
 @pytest.fixture
