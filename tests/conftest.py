@@ -17,18 +17,25 @@ os.environ.setdefault("WANDB_MODE", "offline")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
-# Tests that start Ray / vLLM or use the test Slurm clusters: under `-n 2 --dist loadgroup` one xdist
-# worker runs them all, one after another (they load both cores, share the clusters and bound
-# themselves with timeouts). By path, because xdist's scheduler sees node ids only; a marked test
-# elsewhere stops the session at collection (so the list cannot go stale).
-SERIAL_PATHS = ("tests/verl/", "tests/slurm/", "tests/analysis/test_predict_cli.py")
-SERIAL_MARKS = ("verl_cpu", "slurm")
+# Under `-n 2 --dist loadgroup` (the README's test command) each test file is one xdist work unit (a
+# module fixture is built once), except two units that each run on one worker, one test after
+# another: `ray`, every test that starts Ray / vLLM (they load both cores and bound themselves with
+# timeouts; the 2-node tests also share their cluster), and `slurm`, the single-node cluster's
+# tests. By node id, because xdist's scheduler sees node ids only; a marked test outside them stops
+# the session at collection, so the lists cannot go stale.
+HEAVY_UNITS = {  # the first match wins
+    "ray": ("tests/verl/", "tests/slurm/test_multinode_", "tests/analysis/test_predict_cli.py::test_verl_probe"),
+    "slurm": ("tests/slurm/",),
+}
+MARKS_UNITS = {"verl_cpu": ("ray",), "slurm": ("ray", "slurm")}
 
 
 def work_unit(nodeid: str) -> str:
-    """The xdist work unit of a test: `serial`, or its file (a module fixture is built once)."""
-    path = nodeid.split("::", 1)[0]
-    return "serial" if path.startswith(SERIAL_PATHS) else path
+    """The xdist work unit of a test: `ray`, `slurm`, or its file."""
+    for unit, prefixes in HEAVY_UNITS.items():
+        if nodeid.startswith(prefixes):
+            return unit
+    return nodeid.split("::", 1)[0]
 
 
 def pytest_xdist_make_scheduler(config, log):
@@ -46,7 +53,10 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 def pytest_collection_modifyitems(config, items):
-    _check_serial_paths(items)
+    _check_heavy_units(items)
+    # the `ray` unit's users of the shared default warm start last: by then the other worker has
+    # trained it (tests/embedded/test_reference.py), instead of this one spending ~4 min on it
+    items.sort(key=lambda it: work_unit(it.nodeid) == "ray" and "default_warmstart_cache" in getattr(it, "fixturenames", ()))
     try:
         import torch
         has_gpu = torch.cuda.is_available()
@@ -60,12 +70,13 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
-def _check_serial_paths(items):
-    stray = [item.nodeid for item in items if work_unit(item.nodeid) != "serial"
-             and any(item.get_closest_marker(m) for m in SERIAL_MARKS)]
+def _check_heavy_units(items):
+    stray = [(item.nodeid, mark) for item in items for mark, units in MARKS_UNITS.items()
+             if item.get_closest_marker(mark) and work_unit(item.nodeid) not in units]
     if stray:
-        raise pytest.UsageError(f"{stray[0]} is marked {'/'.join(SERIAL_MARKS)} but not under tests/conftest.py's "
-                                f"SERIAL_PATHS: add its file there (xdist would run it beside another Ray/Slurm test)")
+        nodeid, mark = stray[0]
+        raise pytest.UsageError(f"{nodeid} is marked {mark} but not in tests/conftest.py's HEAVY_UNITS "
+                                f"{'/'.join(MARKS_UNITS[mark])}: add it there (xdist would run it beside another such test)")
 
 
 @pytest.fixture

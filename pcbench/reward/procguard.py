@@ -93,7 +93,10 @@ class _Worker:
         self.proc.kill()
         self.proc.wait()
         for pipe in (self.proc.stdin, self.proc.stdout):
-            pipe.close()  # type: ignore[union-attr]
+            try:
+                pipe.close()  # type: ignore[union-attr]
+            except OSError:  # BrokenPipeError: a request still buffered for a worker that died
+                pass
 
 
 class ProcessGuard:

@@ -134,8 +134,12 @@ def test_killing_the_bench_stops_its_workers(tmp_path, cache):
         proc.wait(timeout=30)
         gone, alive = psutil.wait_procs(workers, timeout=30)
         assert not alive, f"orphaned workers still running: {[p.pid for p in alive]}"
-    finally:  # a failed run of this test must not leave them either
-        for p in workers + psutil.Process().children(recursive=True):
+    finally:  # a failed run of this test must not leave them either; only the bench's own processes
+        # (not every child of pytest: that killed the reward guard's idle workers of other tests)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for p in workers:
             try:
                 p.kill()
             except psutil.NoSuchProcess:

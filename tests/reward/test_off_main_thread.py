@@ -85,3 +85,19 @@ def test_stuck_worker_is_killed_and_replaced(reply_waits) -> None:
         guard.shutdown()
     with pytest.raises(ProcessLookupError):
         os.kill(stuck_pid, 0)
+
+
+def test_a_worker_that_died_while_idle_is_replaced_and_the_call_retried() -> None:
+    """An idle worker killed from outside (the OOM killer, a test killing a process group) leaves
+    a broken pipe: the next call replaces it and is answered, instead of raising BrokenPipeError
+    (it did, from closing the dead worker's pipe with the request still buffered)."""
+    guard = ProcessGuard(max_workers=1)
+    try:
+        assert _in_thread(guard.verify, "x+1", "1+x", 1.0).acc
+        (dead,) = guard.pids()
+        os.kill(dead, signal.SIGKILL)
+        os.waitpid(dead, 0)
+        assert _in_thread(guard.verify, "x+2", "2+x", 1.0).acc
+        assert guard.restarts == 1 and guard.pids() != [dead]
+    finally:
+        guard.shutdown()
