@@ -38,6 +38,7 @@ def work_unit(nodeid: str) -> str:
     return nodeid.split("::", 1)[0]
 
 
+@pytest.hookimpl(optionalhook=True)  # pytest without xdist: no such hook, and no error
 def pytest_xdist_make_scheduler(config, log):
     """`--dist loadgroup` with pcbench's units (work_unit) instead of xdist_group marks: xdist 3.8
     renames node ids to group them, which pytest 9 no longer reads (every test became its own unit)."""
