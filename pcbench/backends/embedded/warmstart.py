@@ -79,13 +79,13 @@ def load_or_train(cfg, task: SyntheticTask, tok: CharTokenizer, log=print):
             until = (f", stopping once {ws.stop_tier} passes at {float(ws.stop_pass_rate):.0%}"
                      if ws.get("stop_tier") else "")
             cons = ws.get("consolidate") or {}
-            if int(cons.get("steps", 0) or 0):
+            if stage_steps(ws, "consolidate"):
                 until += f", then {int(cons.steps):,} consolidation steps on {', '.join(cons.tiers)}"
-                if int((ws.get("top_up") or {}).get("steps", 0) or 0) and ws.get("stop_tier"):
+                if stage_steps(ws, "top_up") and ws.get("stop_tier"):
                     until += f", then back to {ws.stop_tier} at {float(ws.stop_pass_rate):.0%}"
             pre = ws.get("prelude") or {}
             first = (f"{int(pre.steps):,} prelude steps on {', '.join(pre.tiers)}, then "
-                     if int(pre.get("steps", 0) or 0) else "")
+                     if stage_steps(ws, "prelude") else "")
             log(f"warm start: training {num_parameters(model):,}-parameter model for {first}up to "
                 f"{ws.steps} SFT steps{until} (cached as {weights})")
             report = train_warm_start(model, task, tok, cfg, log)
@@ -170,10 +170,15 @@ class _Bar:
         self.bar.close()
 
 
+def stage_steps(ws, name: str) -> int:
+    """model.warmstart.<name>.steps of an optional stage (prelude, consolidate, top_up); 0 when off or absent."""
+    return int((ws.get(name) or {}).get("steps", 0) or 0)
+
+
 def _progress(cfg) -> _Bar:
     ws = cfg.model.warmstart
-    steps = {k: int((ws.get(k) or {}).get("steps", 0) or 0) for k in ("prelude", "consolidate", "top_up")}
-    budget = steps["prelude"] + int(ws.steps) + (steps["consolidate"] + steps["top_up"] if steps["consolidate"] else 0)
+    cons = stage_steps(ws, "consolidate")
+    budget = stage_steps(ws, "prelude") + int(ws.steps) + (cons + stage_steps(ws, "top_up") if cons else 0)
     return _Bar(budget, bool(cfg.get("logging", {}).get("progress", True)))
 
 
@@ -284,7 +289,7 @@ def top_up(model, task: SyntheticTask, tok: CharTokenizer, ws, probe, offset: in
     results/bench/warmstart_spread.md). `offset` numbers the probe's trace after the earlier stages.
     """
     t = ws.get("top_up") or {}
-    steps = int(t.get("steps", 0) or 0)
+    steps = stage_steps(ws, "top_up")
     if not steps or probe is None or probe.record["reached_at"] is None or offset == probe.record["reached_at"]:
         return 0  # off, no stop, the stop never reached, or nothing ran since it
     probe.measure = probe.record["top_up_measure"] = "exact"  # no sampling noise between reads a small step apart
