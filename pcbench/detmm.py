@@ -159,11 +159,13 @@ class Linear(torch.autograd.Function):
     """x (..., in) @ weight (out, in)^T + bias (out,) -> (..., out)."""
 
     @staticmethod
-    def forward(ctx, x, weight, bias):
+    def forward(ctx, x, weight, bias, weight_t=None):
+        """weight_t: the weight's (in, out) contiguous copy when the caller keeps one (DetLinear does)."""
         x2 = x.reshape(-1, x.size(-1))  # (rows, in)
         ctx.save_for_backward(x2, weight)
         ctx.has_bias, ctx.shape = bias is not None, x.shape
-        y = bmm(x2[None], weight.t()[None])[0]  # (rows, out); the (in, out) copy of the weight is small
+        wt = weight.t() if weight_t is None else weight_t  # bmm copies a non-contiguous (in, out) view
+        y = bmm(x2[None], wt[None])[0]  # (rows, out)
         if bias is not None:
             y += bias
         return y.reshape(*x.shape[:-1], weight.size(0))
@@ -175,14 +177,29 @@ class Linear(torch.autograd.Function):
         gx = bmm(g2[None], weight[None])[0].reshape(ctx.shape) if ctx.needs_input_grad[0] else None
         gw = bmm(g2.t()[None], x2[None])[0] if ctx.needs_input_grad[1] else None  # (out, in), a chain over rows
         gb = g2.sum(0) if ctx.has_bias and ctx.needs_input_grad[2] else None
-        return gx, gw, gb
+        return gx, gw, gb, None
 
 
 class DetLinear(torch.nn.Linear):
     """nn.Linear whose product is deterministic; the class swap keeps parameters, ties and state_dict."""
 
     def forward(self, x):
-        return Linear.apply(x, self.weight, self.bias)
+        return Linear.apply(x, self.weight, self.bias, self.weight_t())
+
+    def weight_t(self) -> torch.Tensor:
+        """The weight's (in, out) contiguous copy, which the kernel reads 16 columns at a time. Kept
+        between calls and remade when the weight changes (an optimizer step or a load bumps its
+        version counter): a decode step otherwise spends as long copying the weight as multiplying
+        by it. The same floats either way; not a parameter, buffer or state_dict entry."""
+        w = self.weight
+        if w.is_inference():  # built under inference mode: no version counter to notice a change by
+            return w.t()
+        key = (w.data_ptr(), w._version)
+        cached = self.__dict__.get("_weight_t")
+        if cached is None or cached[0] != key:
+            with torch.inference_mode(False), torch.no_grad():  # a plain tensor, usable outside inference mode
+                cached = self.__dict__["_weight_t"] = (key, w.detach().t().contiguous())
+        return cached[1]
 
 
 def eager_attention(module, query, key, value, attention_mask, scaling, dropout=0.0, **kwargs):

@@ -130,3 +130,31 @@ def test_exact_evaluation_by_length_is_the_padded_evaluation_in_the_same_order()
     by_length = exact_pass_rates(model, tok, probs, 1.0, 1.0, by_length=True, chunk=7)
     assert len({(len(p.prompt), len(p.solution)) for p in probs}) > 3  # several batches, some chunked
     assert padded.min() > 0 and np.allclose(by_length, padded, rtol=1e-4, atol=0)
+
+
+def test_the_update_takes_the_first_mini_batchs_old_log_probs_from_its_own_forward(monkeypatch):
+    """ppo_update skips the first mini-batch's rows in its old-policy pass and reads them off that
+    mini-batch's own forward (which runs before any optimizer step): the same metrics and weights,
+    bit for bit, as the full old pass (what the update did before, and still does under torch's products)."""
+    import copy
+
+    tok, model = _model()
+    prompts, responses = _groups(tok)
+    batch = prefix.build_shared_batch(prompts, responses, tok.pad_id)
+    group_of = {tuple(p): g for g, p in enumerate(dict.fromkeys(map(tuple, prompts)))}
+    group = np.array([group_of[tuple(p)] for p in prompts])  # (N,) 6 groups of 8
+    scores = torch.tensor([1.0 if (i * 7) % 3 else -1.0 for i in range(len(prompts))])
+    mbs = [np.flatnonzero((group >= s) & (group < s + 2)) for s in range(0, 6, 2)]
+    cfg = OmegaConf.create(dict(clip_ratio_low=0.2, clip_ratio_high=0.28, clip_ratio_c=3.0, loss_agg_mode="token-mean",
+                                grad_clip=1.0))
+    results = []
+    for reuse in (True, False):
+        monkeypatch.setattr(detmm, "deterministic", lambda reuse=reuse: reuse)
+        m = copy.deepcopy(model).train()
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0)
+        metrics = policy.ppo_update(m, opt, sched, batch, scores, group, mbs, cfg, rollout_n=8)
+        results.append((metrics, torch.cat([p.detach().flatten() for p in m.parameters()])))
+    (got, w_got), (want, w_want) = results
+    assert got == want and torch.equal(w_got, w_want)
+    assert float((w_got - torch.cat([p.detach().flatten() for p in model.parameters()])).abs().max()) > 0  # it trained

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from pcbench import rl
+from pcbench import detmm, rl
 
 
 @dataclass
@@ -62,13 +62,25 @@ def ppo_update(model, optimizer, scheduler, b, scores: torch.Tensor, group: np.n
                           float(train_cfg.clip_ratio_c), str(train_cfg.loss_agg_mode), int(rollout_n))
     adv = rl.grpo_advantages(scores, group, b.resp_mask)  # (N, T)
     model.eval()  # no dropout in this model; eval() keeps old and new log-probs comparable
-    with torch.no_grad():
-        old = b.log_probs(model)  # (N, T): the policy that generated (on-policy)
+    reuse = detmm.deterministic() and len(mini_batches) > 1  # see below
+    with torch.no_grad():  # old: (N, T), the policy that generated (on-policy)
+        if reuse:  # the rows after the first mini-batch only
+            rest = torch.as_tensor(np.concatenate(mini_batches[1:]), dtype=torch.long)
+            old = torch.zeros(b.resp_mask.shape)
+            old[rest] = b.rows(rest).log_probs(model)
+        else:
+            old = b.log_probs(model)
     sums: dict[str, float] = {}
-    for rows in mini_batches:
+    for i, rows in enumerate(mini_batches):
         idx = torch.as_tensor(rows, dtype=torch.long)
         mb = b.rows(idx)
-        loss, metrics = rl.policy_loss(old[idx], mb.log_probs(model), adv[idx], mb.resp_mask, cfg)
+        new = mb.log_probs(model)  # (rows, T)
+        if i == 0 and reuse:
+            # the first mini-batch runs before any optimizer step, so its own forward is the old
+            # policy's: with pcbench's products a row's floats do not depend on the other rows in
+            # the batch, so these are the bits the full old pass gave (tests/embedded/test_prefix.py)
+            old[idx] = new.detach()
+        loss, metrics = rl.policy_loss(old[idx], new, adv[idx], mb.resp_mask, cfg)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), float(train_cfg.grad_clip))

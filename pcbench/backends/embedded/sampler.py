@@ -82,7 +82,10 @@ def _sample_chunk(model, prompts, max_new_tokens, temperature, top_p, eos_id, pa
     B = len(prompts)
     done = torch.zeros(B, dtype=torch.bool)
     tokens = torch.full((B, max_new_tokens), pad_id, dtype=torch.long)  # (B, T)
+    live = torch.arange(B)  # (A,) the rows still decoding: the cache, mask and positions hold these
     for t in range(max_new_tokens):
+        # every row draws, finished ones from their last logits (the draw is discarded): the
+        # generator's noise keeps its (B, V) shape, so a live row's draw is what it was
         probs = torch.softmax(top_p_filter(logits / temperature, top_p), dim=-1)
         nxt = torch.multinomial(probs, 1, generator=generator).squeeze(-1)  # (B,)
         nxt = torch.where(done, torch.full_like(nxt, pad_id), nxt)
@@ -90,8 +93,16 @@ def _sample_chunk(model, prompts, max_new_tokens, temperature, top_p, eos_id, pa
         done |= nxt == eos_id
         if bool(done.all()) or t == max_new_tokens - 1:
             break
-        logits = model(input_ids=nxt[:, None], attention_mask=full_mask[:, :L + t + 1], position_ids=next_pos[:, None],
-                       past_key_values=cache, use_cache=True).logits[:, -1]
+        # finished rows leave the batch: each row's numbers do not depend on the others
+        # (tests/embedded/test_sampler_and_task.py), so the live rows' logits are unchanged
+        keep = (~done[live]).nonzero().squeeze(-1)  # (A',) positions within the live rows
+        if len(keep) < len(live):
+            live = live[keep]
+            cache.batch_select_indices(keep)
+            full_mask, next_pos = full_mask[keep], next_pos[keep]
+        step = model(input_ids=nxt[live, None], attention_mask=full_mask[:, :L + t + 1], position_ids=next_pos[:, None],
+                     past_key_values=cache, use_cache=True).logits[:, -1]  # (A', V)
+        logits[live] = step
         next_pos = next_pos + 1
     result = []
     for row in tokens.tolist():
