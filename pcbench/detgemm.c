@@ -103,9 +103,15 @@ static void gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t sai, i
   float *scratch = K > KB ? malloc(sizeof(float) * (size_t)(M * N)) : NULL;
   for (int64_t k0 = 0; k0 < K; k0 += KB) {
     const int64_t kb = K - k0 < KB ? K - k0 : KB;
-#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
-    for (int64_t t = 0; t < tiles; t++)
-      rows(t * MR, (t + 1) * MR < M ? (t + 1) * MR : M, N, k0, kb, A, sai, sak, B, ldb, C, ldc, scratch);
+    if (threads > 1) {
+#pragma omp parallel for schedule(static) num_threads(threads)
+      for (int64_t t = 0; t < tiles; t++)
+        rows(t * MR, (t + 1) * MR < M ? (t + 1) * MR : M, N, k0, kb, A, sai, sak, B, ldb, C, ldc, scratch);
+    } else { /* no parallel region at all: an if(false) one still costs libgomp a team set-up, which a
+                batch of hundreds of tiny products (the attention's) pays once per product */
+      for (int64_t t = 0; t < tiles; t++)
+        rows(t * MR, (t + 1) * MR < M ? (t + 1) * MR : M, N, k0, kb, A, sai, sak, B, ldb, C, ldc, scratch);
+    }
   }
   free(scratch);
 }
@@ -119,8 +125,10 @@ void pcbench_det_gemm(int64_t batch, int64_t M, int64_t N, int64_t K, const floa
                       int64_t sak, const float *B, int64_t sbb, int64_t ldb, float *C, int64_t scb, int64_t ldc,
                       int threads) {
   if (threads < 1 || batch * M * N * K < (1 << 20)) threads = 1;
-  if (batch >= threads) {
-#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
+  if (batch >= threads && threads > 1) {
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int64_t b = 0; b < batch; b++) gemm(M, N, K, A + b * sab, sai, sak, B + b * sbb, ldb, C + b * scb, ldc, 1);
+  } else if (threads == 1) {
     for (int64_t b = 0; b < batch; b++) gemm(M, N, K, A + b * sab, sai, sak, B + b * sbb, ldb, C + b * scb, ldc, 1);
   } else {
     for (int64_t b = 0; b < batch; b++) gemm(M, N, K, A + b * sab, sai, sak, B + b * sbb, ldb, C + b * scb, ldc, threads);
