@@ -23,6 +23,8 @@ measured, not assumed (tests/embedded/test_exact_eval.py).
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 import torch
 
@@ -49,8 +51,18 @@ def exact_pass_rates(model, tok, problems, temperature: float, top_p: float, chu
     by_length: run the problems in batches of one (prompt length, response length) each, so no
     row carries padding (a quarter of a mixed batch's tokens on the default task); the same
     probabilities to rounding (tests/embedded/test_exact_eval.py), not the same bits."""
-    prompts = [[tok.bos_id] + tok.encode(p.prompt) for p in problems]
-    golds = [tok.encode(p.solution) + [tok.eos_id] for p in problems]
+    out = np.zeros(len(problems))
+    for rows, b in _gold_batches(tok, tuple((p.prompt, p.solution) for p in problems), chunk, by_length):
+        out[rows] = _gold_log_prob(model, b, temperature, top_p).exp().double().numpy()
+    return out
+
+
+@lru_cache(maxsize=8)
+def _gold_batches(tok, problems: tuple[tuple[str, str], ...], chunk: int, by_length: bool) -> list:
+    """-> [(rows, TokenBatch)] of the (prompt, solution) pairs: built once per problem set, since
+    a run evaluates the same sets at every evaluation (their tokens do not depend on the weights)."""
+    prompts = [[tok.bos_id] + tok.encode(prompt) for prompt, _ in problems]
+    golds = [tok.encode(solution) + [tok.eos_id] for _, solution in problems]
     if by_length:
         shapes: dict[tuple[int, int], list[int]] = {}
         for i, (p, g) in enumerate(zip(prompts, golds)):
@@ -58,11 +70,8 @@ def exact_pass_rates(model, tok, problems, temperature: float, top_p: float, chu
         parts = [rows[s:s + chunk] for _, rows in sorted(shapes.items()) for s in range(0, len(rows), chunk)]
     else:
         parts = [list(range(s, min(s + chunk, len(problems)))) for s in range(0, len(problems), chunk)]
-    out = np.zeros(len(problems))
-    for rows in parts:
-        b = build_token_batch([prompts[i] for i in rows], [golds[i] for i in rows], tok.pad_id)
-        out[rows] = _gold_log_prob(model, b, temperature, top_p).exp().double().numpy()
-    return out
+    return [(rows, build_token_batch([prompts[i] for i in rows], [golds[i] for i in rows], tok.pad_id))
+            for rows in parts]
 
 
 def _gold_log_prob(model, b, temperature: float, top_p: float) -> torch.Tensor:
