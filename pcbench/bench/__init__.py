@@ -11,6 +11,7 @@ analysis, never the reverse (tests/test_imports.py).
     python -m pcbench.bench throughput [--batch 64,256,768] [--out results/bench/] [-o KEY=VALUE ...]
     python -m pcbench.bench profile [--methods grpo,dapo,pilot_commit] [--ns 32,64] [--steps 8] [--out results/bench/]
     python -m pcbench.bench regime RESULTS_DIR [...] [--out DIR]   # alias of python -m pcbench.analysis.regime
+    python -m pcbench.bench cell_speed [--plan conf/bench/cell_speed.yaml] [--work DIR] [--cache-from DIR]
 
 `sample_efficiency` trains every (method, seed) into its own run folder (the same folder
 `python -m pcbench.run <the same overrides>` would use, so reruns resume or reuse it), then
@@ -20,5 +21,7 @@ rollout. `throughput` times the embedded KV-cache sampler against transformers' 
 `generate` on the same model and batch. `profile` splits one short job per method and group size
 into start-up, generation, reward, update, evaluation and allocator time (wall and CPU). `regime_map` runs GRPO, DAPO, Pilot-Commit and an
 A/A in every cell of a committed grid of task shapes and pilot resolutions
-(conf/bench/regime_map.yaml) and maps where Pilot-Commit pays off. Each writes <name>.md + <name>.json with the commit.
+(conf/bench/regime_map.yaml) and maps where Pilot-Commit pays off. `cell_speed` times one map cell end
+to end on several commits side by side (conf/bench/cell_speed.yaml) and checks two of them give the
+same numbers. Each writes <name>.md + <name>.json with the commit.
 """

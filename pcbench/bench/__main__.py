@@ -1,5 +1,5 @@
 """CLI of pcbench.bench (see the package docstring): sample_efficiency | regime_map | throughput | profile |
-regime | warmstart_spread."""
+regime | warmstart_spread | cell_speed."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from pcbench.analysis import regime  # the regime card's home is analysis; `regime` here is its alias
-from pcbench.bench import profile, regime_map, sample_efficiency, throughput
+from pcbench.bench import cell_speed, profile, regime_map, sample_efficiency, throughput
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -28,6 +28,9 @@ def build_parser() -> argparse.ArgumentParser:
     regime.add_arguments(rg)
     sub.add_parser("warmstart_spread", add_help=False, help="the warm start's regime over SFT orders and CPU "
                    "capabilities, by warm-start design (its own options: warmstart_spread --help)")
+    cs = sub.add_parser("cell_speed", help="one regime-map cell end to end, side by side across commits "
+                        "(the committed plan conf/bench/cell_speed.yaml)")
+    cell_speed.add_arguments(cs)
     return parser
 
 
@@ -46,6 +49,8 @@ def main(argv: list[str] | None = None) -> int:
             return regime_map.main(args, argv)
         if args.command == "profile":
             return profile.main(args, argv)
+        if args.command == "cell_speed":
+            return cell_speed.main(args, argv)
         if args.command == "regime":
             return regime.main(args)
         return throughput.main(args, argv)

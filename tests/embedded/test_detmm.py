@@ -96,6 +96,30 @@ def test_install_keeps_parameters_ties_and_outputs():
                                plain(input_ids=ids, attention_mask=mask).logits, rtol=1e-5, atol=1e-5)
 
 
+def test_a_linear_layer_sees_every_change_of_its_weight():
+    """DetLinear keeps its weight's transposed copy between calls: an optimizer step, a load and an
+    in-place edit must each be seen by the next call (and inference mode must not break it)."""
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(16, 24)
+    lin.__class__ = detmm.DetLinear  # what install() does to each of the model's layers
+    x = torch.randn(5, 16)
+
+    def fresh():
+        return x @ lin.weight.detach().t() + lin.bias.detach()
+
+    torch.testing.assert_close(lin(x), fresh())
+    opt = torch.optim.AdamW(lin.parameters(), lr=0.1)
+    lin(x).square().sum().backward()
+    opt.step()
+    torch.testing.assert_close(lin(x), fresh())
+    lin.load_state_dict({"weight": torch.randn(24, 16), "bias": torch.zeros(24)})
+    with torch.inference_mode():
+        torch.testing.assert_close(lin(x), fresh())
+    with torch.no_grad():
+        lin.weight.mul_(-2)
+    torch.testing.assert_close(lin(x), fresh())
+
+
 FINGERPRINT = "from pcbench import numerics; print(numerics.fingerprint())"
 
 

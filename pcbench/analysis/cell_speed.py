@@ -1,0 +1,98 @@
+"""The cell-speed comparison (`python -m pcbench.bench cell_speed`) as a table, from its folder alone.
+
+The folder holds times.json (the commits and one entry per launch: version, repeat, key, wall_s,
+loadavg), identity.json (the run-by-run comparison of the versions the plan calls identical) and, per
+launch, the regime map's own report `<key>/regime_map.json` (its per-run seconds and the cell's
+scores). Everything below is computed from those files.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+import pandas as pd
+
+
+def launches(folder: Path) -> pd.DataFrame:
+    """One row per launch, with the summed seconds its runs reported and the cell's headline scores."""
+    meta = json.loads((folder / "times.json").read_text())
+    rows = []
+    for entry in meta["launches"]:
+        report = json.loads((folder / entry["key"] / "regime_map.json").read_text())
+        cell = next(iter(report["cells"].values()))
+        rows.append({**entry, "run_seconds": round(sum(r["seconds"] for r in report["runs"]), 1),
+                     "runs": len(report["runs"]), "failed": len(report["failures"]),
+                     "pc_vs_grpo": _ratio(cell.get("pc_vs_grpo")), "aa": _ratio(cell.get("aa"))})
+    return pd.DataFrame(rows)
+
+
+def _ratio(entry) -> float | None:
+    if isinstance(entry, dict):
+        for key in ("ratio", "point", "speedup"):
+            if isinstance(entry.get(key), (int, float)):
+                return round(float(entry[key]), 3)
+    return None
+
+
+def wall_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per version: launches, launcher wall min / median / max, the runs' own seconds (median)."""
+    rows = []
+    for version, part in frame.groupby("version", sort=False):
+        walls = sorted(part.wall_s)
+        rows.append({"version": version, "commit": ", ".join(sorted(set(part.commit))), "launches": len(walls),
+                     "wall_min": walls[0], "wall_median": statistics.median(walls), "wall_max": walls[-1],
+                     "run_seconds_median": statistics.median(part.run_seconds)})
+    return pd.DataFrame(rows)
+
+
+def speedup(table: pd.DataFrame, slow: str, fast: str) -> float | None:
+    by = table.set_index("version")
+    if slow not in by.index or fast not in by.index:
+        return None
+    return float(by.wall_median[slow] / by.wall_median[fast])
+
+
+def render(folder: Path, plan: dict) -> str:
+    frame = launches(folder)
+    table = wall_table(frame)
+    meta = json.loads((folder / "times.json").read_text())
+    prov = meta["provenance"]
+    order = ", ".join(frame.key)
+    lines = ["# One regime-map cell end to end, side by side", "",
+             f"Plan: `{meta['plan']}` (committed before the launches). Cell `{plan['cell']}`; launches in the order "
+             f"run: {order}; each `python -m pcbench.bench regime_map --cells {plan['cell']} --jobs 2` from a clean "
+             "worktree of its commit, with that commit's default warm start (trained beforehand, untimed).",
+             f"Machine: {prov['machine'].get('cpu', '?')}, {prov['cpus']} CPUs, torch {prov['torch']}; started "
+             f"{prov['date_utc']} UTC; {meta['note']}.", "",
+             "| version | commit | launches | launcher wall s (min / median / max) | runs' own s (median of sums) |",
+             "|---|---|---|---|---|"]
+    for r in table.itertuples():
+        lines.append(f"| {r.version} | {r.commit} | {r.launches} | {r.wall_min:.0f} / {r.wall_median:.0f} / "
+                     f"{r.wall_max:.0f} | {r.run_seconds_median:.0f} |")
+    lines += ["", "| launch | wall s | runs | failed | load at end | PC vs GRPO | A/A |", "|---|---|---|---|---|---|---|"]
+    for r in frame.itertuples():
+        lines.append(f"| {r.key} | {r.wall_s:.0f} | {r.runs} | {r.failed} | {r.loadavg[0]} | {r.pc_vs_grpo} | {r.aa} |")
+    lines.append("")
+    versions = list(plan["versions"])
+    goal = plan["success"].get("speedup_min")
+    for slow in versions:
+        for fast in versions:
+            s = speedup(table, slow, fast) if slow != fast and fast == versions[-1] else None
+            if s is not None:
+                met = f" (plan: >= {goal}x: {'met' if s >= goal else 'not met'})" if goal and slow == versions[0] else ""
+                lines.append(f"- Median launcher wall, {slow} / {fast}: **{s:.2f}x**{met}.")
+    ident = folder / "identity.json"
+    if ident.is_file():
+        d = json.loads(ident.read_text())
+        verdict = "every value equal" if d["differences"] == 0 else f"{d['differences']} differences (first: {d['first'][:3]})"
+        lines.append(f"- Identity, {' vs '.join(d['compared'])}: {d['runs']} runs, {d['values']:,} logged values "
+                     f"(timings aside): {verdict}.")
+    return "\n".join(lines) + "\n"
+
+
+def write_report(folder: Path, plan: dict) -> str:
+    text = render(folder, plan)
+    (folder / "cell_speed.md").write_text(text)
+    return text
