@@ -44,7 +44,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--plan", type=Path, default=PLAN, help=f"the committed plan (default {PLAN})")
     p.add_argument("--work", type=Path, default=Path("/tmp/pcbench-cell-speed"), help="worktrees and run folders")
     p.add_argument("--out", type=Path, default=Path("results/bench/cell_speed"), help="times, reports, table")
-    p.add_argument("--cache-from", type=Path, default=None, help="a folder of trained warmstart-*.pt to start from")
+    p.add_argument("--cache-from", type=Path, default=None, help="a folder of trained warm starts (warmstart-*) to start from")
     p.add_argument("--report-only", action="store_true", help="run nothing; rewrite the table from <out>")
 
 
@@ -98,7 +98,7 @@ def prepare(tree: Path, work: Path, name: str, cache_from: Path | None) -> None:
     cache = tree / "results" / ".cache"
     if cache_from is not None:
         cache.mkdir(parents=True, exist_ok=True)
-        for f in cache_from.glob("warmstart-*.pt"):
+        for f in cache_from.glob("warmstart-*"):  # the weights (.pt) and their record (.json)
             if not (cache / f.name).exists():
                 shutil.copy2(f, cache / f.name)
     _python(tree, ["-m", "pcbench.run", "exp=sample_efficiency", "data.val_mode=exact", "train.steps=1",
