@@ -101,8 +101,11 @@ def prepare(tree: Path, work: Path, name: str, cache_from: Path | None) -> None:
         for f in cache_from.glob("warmstart-*"):  # the weights (.pt) and their record (.json)
             if not (cache / f.name).exists():
                 shutil.copy2(f, cache / f.name)
+    runs = work / f"prep-{name}"
+    if runs.exists():
+        shutil.rmtree(runs)  # a finished one-step run would refuse to rerun
     _python(tree, ["-m", "pcbench.run", "exp=sample_efficiency", "data.val_mode=exact", "train.steps=1",
-                   f"paths.results={work / f'prep-{name}'}"], work / f"prep-{name}.log")
+                   f"paths.results={runs}"], work / f"prep-{name}.log")
 
 
 def metrics_rows(run: Path) -> list[dict]:
@@ -140,6 +143,8 @@ def launch_once(plan: dict, tree: Path, work: Path, out: Path, key: str) -> floa
     if runs.exists():
         shutil.rmtree(runs)  # a launch trains every run: nothing reused from an earlier one
     dest.mkdir(parents=True)
+    for card in (tree / "results" / ".cache").glob("pool-*"):
+        card.unlink()  # each launch computes its cell's pool card (a few seconds), the first one not alone
     return _python(tree, ["-m", "pcbench.bench", "regime_map", "--cells", plan["cell"], "--jobs", "2",
                           "--runs", str(runs), "--out", str(dest.resolve()), "--figures", str(work / f"fig-{key}")],
                    dest / "launch.log")
