@@ -15,25 +15,25 @@ from pathlib import Path
 import pandas as pd
 
 
-def launches(folder: Path) -> pd.DataFrame:
+def launches(folder: Path, cell: str) -> pd.DataFrame:
     """One row per launch, with the summed seconds its runs reported and the cell's headline scores."""
     meta = json.loads((folder / "times.json").read_text())
     rows = []
     for entry in meta["launches"]:
         report = json.loads((folder / entry["key"] / "regime_map.json").read_text())
-        cell = next(iter(report["cells"].values()))
+        scores = report["cells"].get(cell, {})  # the report lists every cell of the grid, run or not
         rows.append({**entry, "run_seconds": round(sum(r["seconds"] for r in report["runs"]), 1),
                      "runs": len(report["runs"]), "failed": len(report["failures"]),
-                     "pc_vs_grpo": _ratio(cell.get("pc_vs_grpo")), "aa": _ratio(cell.get("aa"))})
+                     "pc_vs_grpo": _ratio(scores.get("pc_vs_grpo")), "aa": _ratio(scores.get("aa"))})
     return pd.DataFrame(rows)
 
 
-def _ratio(entry) -> float | None:
-    if isinstance(entry, dict):
-        for key in ("ratio", "point", "speedup"):
-            if isinstance(entry.get(key), (int, float)):
-                return round(float(entry[key]), 3)
-    return None
+def _ratio(entry) -> str:
+    """A ratio entry of the map's report ({'ratio', 'low', 'high', 'high_inf'}) -> '1.33 [0.87, inf]'."""
+    if not isinstance(entry, dict) or entry.get("ratio") is None:
+        return "-"
+    high = "inf" if entry.get("high_inf") else f"{entry['high']:.2f}"
+    return f"{entry['ratio']:.2f} [{entry['low']:.2f}, {high}]"
 
 
 def wall_table(frame: pd.DataFrame) -> pd.DataFrame:
@@ -55,13 +55,14 @@ def speedup(table: pd.DataFrame, slow: str, fast: str) -> float | None:
 
 
 def render(folder: Path, plan: dict) -> str:
-    frame = launches(folder)
+    frame = launches(folder, plan["cell"])
     table = wall_table(frame)
     meta = json.loads((folder / "times.json").read_text())
     prov = meta["provenance"]
     order = ", ".join(frame.key)
+    plan_file = "conf/" + meta["plan"].split("/conf/", 1)[1] if "/conf/" in meta["plan"] else meta["plan"]
     lines = ["# One regime-map cell end to end, side by side", "",
-             f"Plan: `{meta['plan']}` (committed before the launches). Cell `{plan['cell']}`; launches in the order "
+             f"Plan: `{plan_file}` (committed before the launches). Cell `{plan['cell']}`; launches in the order "
              f"run: {order}; each `python -m pcbench.bench regime_map --cells {plan['cell']} --jobs 2` from a clean "
              "worktree of its commit, with that commit's default warm start (trained beforehand, untimed).",
              f"Machine: {prov['machine'].get('cpu', '?')}, {prov['cpus']} CPUs, torch {prov['torch']}; started "
@@ -71,7 +72,7 @@ def render(folder: Path, plan: dict) -> str:
     for r in table.itertuples():
         lines.append(f"| {r.version} | {r.commit} | {r.launches} | {r.wall_min:.0f} / {r.wall_median:.0f} / "
                      f"{r.wall_max:.0f} | {r.run_seconds_median:.0f} |")
-    lines += ["", "| launch | wall s | runs | failed | load at end | PC vs GRPO | A/A |", "|---|---|---|---|---|---|---|"]
+    lines += ["", "| launch | wall s | runs | failed | load at end | PC vs GRPO [95% CI] | A/A [95% CI] |", "|---|---|---|---|---|---|---|"]
     for r in frame.itertuples():
         lines.append(f"| {r.key} | {r.wall_s:.0f} | {r.runs} | {r.failed} | {r.loadavg[0]} | {r.pc_vs_grpo} | {r.aa} |")
     lines.append("")

@@ -51,7 +51,8 @@ def test_the_table_is_computed_from_the_folder(tmp_path):
     for key, version, wall, secs in [("before1", "before", 400.0, [300, 500]), ("after1", "after", 190.0, [150, 230]),
                                      ("before2", "before", 420.0, [310, 500]), ("after2", "after", 210.0, [160, 240])]:
         (out / key).mkdir(parents=True)
-        report = {"cells": {"c": {"pc_vs_grpo": {"ratio": 1.2}, "aa": {"ratio": 1.0}}}, "failures": [],
+        report = {"cells": {"c": {"pc_vs_grpo": {"ratio": 1.2, "low": 0.9, "high": None, "high_inf": True},
+                                  "aa": {"ratio": 1.0, "low": 0.8, "high": 1.25}}, "other": {}}, "failures": [],
                   "runs": [{"seconds": s} for s in secs]}
         (out / key / "regime_map.json").write_text(json.dumps(report))
         entries.append({"version": version, "repeat": int(key[-1]), "key": key, "commit": version[:3], "wall_s": wall,
@@ -59,8 +60,9 @@ def test_the_table_is_computed_from_the_folder(tmp_path):
     meta = {"plan": "conf/bench/cell_speed.yaml", "launches": entries, "note": "alone",
             "provenance": {"machine": {"cpu": "AMD EPYC"}, "cpus": 2, "torch": "2.13.0", "date_utc": "2026-12-07"}}
     (out / "times.json").write_text(json.dumps(meta))
-    table = wall_table(launches(out))
+    table = wall_table(launches(out, "c"))
     assert table.set_index("version").wall_median.to_dict() == {"before": 410.0, "after": 200.0}
     text = render(out, {"cell": "c", "versions": {"before": "x", "after": "y"}, "success": {"speedup_min": 2.0}})
     assert "before / after: **2.05x** (plan: >= 2.0x: met)" in text
     assert "| before | bef | 2 | 400 / 410 / 420 | 805 |" in text
+    assert "| after1 | 190 | 2 | 0 | 1.0 | 1.20 [0.90, inf] | 1.00 [0.80, 1.25] |" in text
