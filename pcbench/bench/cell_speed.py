@@ -151,6 +151,14 @@ def launch_once(plan: dict, tree: Path, work: Path, out: Path, key: str) -> floa
 
 
 def main(args, argv) -> int:
+    try:
+        return _main(args, argv)
+    except RuntimeError as e:  # a launch or warm-up failed: one line naming its log; earlier launches are kept
+        print(f"pcbench.bench cell_speed: {e}", file=sys.stderr)
+        return 1
+
+
+def _main(args, argv) -> int:
     from pcbench.analysis.cell_speed import write_report
 
     plan = load_plan(args.plan)
