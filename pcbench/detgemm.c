@@ -128,9 +128,7 @@ void pcbench_det_gemm(int64_t batch, int64_t M, int64_t N, int64_t K, const floa
   if (batch >= threads && threads > 1) {
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (int64_t b = 0; b < batch; b++) gemm(M, N, K, A + b * sab, sai, sak, B + b * sbb, ldb, C + b * scb, ldc, 1);
-  } else if (threads == 1) {
-    for (int64_t b = 0; b < batch; b++) gemm(M, N, K, A + b * sab, sai, sak, B + b * sbb, ldb, C + b * scb, ldc, 1);
-  } else {
+  } else { /* one thread (gemm then opens no parallel region), or fewer batches than threads */
     for (int64_t b = 0; b < batch; b++) gemm(M, N, K, A + b * sab, sai, sak, B + b * sbb, ldb, C + b * scb, ldc, threads);
   }
 }
