@@ -9,23 +9,24 @@ scores). Everything below is computed from those files.
 from __future__ import annotations
 
 import json
-import statistics
 from pathlib import Path
 
 import pandas as pd
 
+from pcbench.analysis.engine_speed import wall_table
 
-def launches(folder: Path, cell: str) -> pd.DataFrame:
-    """One row per launch, with the summed seconds its runs reported and the cell's headline scores."""
+
+def load(folder: Path, cell: str) -> tuple[pd.DataFrame, dict[str, dict]]:
+    """-> one row per launch (its runs, failures and the cell's headline scores), and each launch's report by key."""
     meta = json.loads((folder / "times.json").read_text())
+    reports = {e["key"]: json.loads((folder / e["key"] / "regime_map.json").read_text()) for e in meta["launches"]}
     rows = []
     for entry in meta["launches"]:
-        report = json.loads((folder / entry["key"] / "regime_map.json").read_text())
+        report = reports[entry["key"]]
         scores = report["cells"].get(cell, {})  # the report lists every cell of the grid, run or not
-        rows.append({**entry, "run_seconds": round(sum(r["seconds"] for r in report["runs"]), 1),
-                     "runs": len(report["runs"]), "failed": len(report["failures"]),
+        rows.append({**entry, "runs": len(report["runs"]), "failed": len(report["failures"]),
                      "pc_vs_grpo": _ratio(scores.get("pc_vs_grpo")), "aa": _ratio(scores.get("aa"))})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows), reports
 
 
 def _ratio(entry) -> str:
@@ -36,17 +37,6 @@ def _ratio(entry) -> str:
     return f"{entry['ratio']:.2f} [{entry['low']:.2f}, {high}]"
 
 
-def wall_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per version: launches, launcher wall min / median / max, the runs' own seconds (median)."""
-    rows = []
-    for version, part in frame.groupby("version", sort=False):
-        walls = sorted(part.wall_s)
-        rows.append({"version": version, "commit": ", ".join(sorted(set(part.commit))), "launches": len(walls),
-                     "wall_min": walls[0], "wall_median": statistics.median(walls), "wall_max": walls[-1],
-                     "run_seconds_median": statistics.median(part.run_seconds)})
-    return pd.DataFrame(rows)
-
-
 def speedup(table: pd.DataFrame, slow: str, fast: str) -> float | None:
     by = table.set_index("version")
     if slow not in by.index or fast not in by.index:
@@ -54,9 +44,16 @@ def speedup(table: pd.DataFrame, slow: str, fast: str) -> float | None:
     return float(by.wall_median[slow] / by.wall_median[fast])
 
 
+def _numerics(report: dict) -> str:
+    prov = report.get("provenance", {})
+    m = prov.get("machine", {})
+    return (f"ATen {m.get('capability')} ({m.get('pinned')}), products {m.get('matmul', m.get('blas'))}, fingerprint "
+            f"{m.get('fingerprint')}, warm start {', '.join(prov.get('warmstart_digests', [])) or '?'}")
+
+
 def render(folder: Path, plan: dict) -> str:
-    frame = launches(folder, plan["cell"])
-    table = wall_table(frame)
+    frame, reports = load(folder, plan["cell"])
+    table = wall_table(frame, reports)  # the engine comparison's: per version, wall min / median / max, runs' seconds
     meta = json.loads((folder / "times.json").read_text())
     prov = meta["provenance"]
     order = ", ".join(frame.key)
@@ -66,7 +63,9 @@ def render(folder: Path, plan: dict) -> str:
              f"run: {order}; each `python -m pcbench.bench regime_map --cells {plan['cell']} --jobs 2` from a clean "
              "worktree of its commit, with that commit's default warm start (trained beforehand, untimed).",
              f"Machine: {prov['machine'].get('cpu', '?')}, {prov['cpus']} CPUs, torch {prov['torch']}; started "
-             f"{prov['date_utc']} UTC; {meta['note']}.", "",
+             f"{prov['date_utc']} UTC; {meta['note']}.",
+             "Whose floats, per version (its first launch's report): " + "; ".join(
+                 f"{v}: {_numerics(reports[f'{v}1'])}" for v in dict.fromkeys(frame.version)) + ".", "",
              "| version | commit | launches | launcher wall s (min / median / max) | runs' own s (median of sums) |",
              "|---|---|---|---|---|"]
     for r in table.itertuples():

@@ -110,7 +110,7 @@ def prepare(tree: Path, work: Path, name: str, cache_from: Path | None) -> None:
 
 def metrics_rows(run: Path) -> list[dict]:
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
-    return [{k: v for k, v in r.items() if not k.startswith(TIMING_KEYS) and k != "step_s"} for r in rows]
+    return [{k: v for k, v in r.items() if not k.startswith(TIMING_KEYS)} for r in rows]
 
 
 def compare_runs(a: Path, b: Path) -> dict:

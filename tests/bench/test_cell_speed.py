@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from pcbench.analysis.cell_speed import render, wall_table, launches
+from pcbench.analysis.cell_speed import load, render, wall_table
 from pcbench.bench.cell_speed import compare_runs, load_plan
 from pcbench.config import ConfigError
 
@@ -35,8 +35,8 @@ def _run(root, name, rows):
 
 def test_identity_ignores_timings_and_names_the_first_difference(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
-    _run(a, "grpo-s0", [{"step": 0, "val/acc": 0.5, "time/elapsed_s": 1.0}, {"step": 1, "val/acc": 0.6, "step_s": 2.0}])
-    _run(b, "grpo-s0", [{"step": 0, "val/acc": 0.5, "time/elapsed_s": 9.0}, {"step": 1, "val/acc": 0.6, "step_s": 7.0}])
+    _run(a, "grpo-s0", [{"step": 0, "val/acc": 0.5, "time/elapsed_s": 1.0}, {"step": 1, "val/acc": 0.6, "time/step_s": 2.0}])
+    _run(b, "grpo-s0", [{"step": 0, "val/acc": 0.5, "time/elapsed_s": 9.0}, {"step": 1, "val/acc": 0.6, "time/step_s": 7.0}])
     same = compare_runs(a, b)
     assert same["runs"] == 1 and same["values"] == 4 and same["differences"] == 0
     _run(a, "pc-s0", [{"step": 0, "val/acc": 0.5}])
@@ -51,7 +51,9 @@ def test_the_table_is_computed_from_the_folder(tmp_path):
     for key, version, wall, secs in [("before1", "before", 400.0, [300, 500]), ("after1", "after", 190.0, [150, 230]),
                                      ("before2", "before", 420.0, [310, 500]), ("after2", "after", 210.0, [160, 240])]:
         (out / key).mkdir(parents=True)
-        report = {"cells": {"c": {"pc_vs_grpo": {"ratio": 1.2, "low": 0.9, "high": None, "high_inf": True},
+        report = {"provenance": {"machine": {"capability": "AVX2", "pinned": "pinned", "matmul": "pcbench detgemm",
+                                             "fingerprint": "f" + version}, "warmstart_digests": ["w" + version]},
+                  "cells": {"c": {"pc_vs_grpo": {"ratio": 1.2, "low": 0.9, "high": None, "high_inf": True},
                                   "aa": {"ratio": 1.0, "low": 0.8, "high": 1.25}}, "other": {}}, "failures": [],
                   "runs": [{"seconds": s} for s in secs]}
         (out / key / "regime_map.json").write_text(json.dumps(report))
@@ -60,9 +62,10 @@ def test_the_table_is_computed_from_the_folder(tmp_path):
     meta = {"plan": "conf/bench/cell_speed.yaml", "launches": entries, "note": "alone",
             "provenance": {"machine": {"cpu": "AMD EPYC"}, "cpus": 2, "torch": "2.13.0", "date_utc": "2026-12-07"}}
     (out / "times.json").write_text(json.dumps(meta))
-    table = wall_table(launches(out, "c"))
+    table = wall_table(*load(out, "c"))
     assert table.set_index("version").wall_median.to_dict() == {"before": 410.0, "after": 200.0}
     text = render(out, {"cell": "c", "versions": {"before": "x", "after": "y"}, "success": {"speedup_min": 2.0}})
     assert "before / after: **2.05x** (plan: >= 2.0x: met)" in text
     assert "| before | bef | 2 | 400 / 410 / 420 | 805 |" in text
+    assert "after: ATen AVX2 (pinned), products pcbench detgemm, fingerprint fafter, warm start wafter" in text
     assert "| after1 | 190 | 2 | 0 | 1.0 | 1.20 [0.90, inf] | 1.00 [0.80, 1.25] |" in text
