@@ -6,6 +6,7 @@ shared-prompt log-probs are the padded batch's log-probs (to rounding) with the 
 import random
 
 import numpy as np
+import pytest
 
 import torch
 from omegaconf import OmegaConf
@@ -130,6 +131,26 @@ def test_exact_evaluation_by_length_is_the_padded_evaluation_in_the_same_order()
     by_length = exact_pass_rates(model, tok, probs, 1.0, 1.0, by_length=True, chunk=7)
     assert len({(len(p.prompt), len(p.solution)) for p in probs}) > 3  # several batches, some chunked
     assert padded.min() > 0 and np.allclose(by_length, padded, rtol=1e-4, atol=0)
+
+
+@torch.inference_mode()
+def test_last_logits_are_the_full_forwards_floats_at_the_last_positions():
+    """The exact evaluation's forward (prefix.last_logits: the final layer on the predicting positions
+    only, the input without its last token) gives the full forward's logits bit for bit, with left
+    padding and without; a wrong query position, angle or mask row shows as a difference."""
+    if not rows_are_independent():
+        pytest.skip("this machine's products round by row count (PCBENCH_NUMERICS=native): evaluate() keeps the full forward")
+    tok, model = _model()
+    prompts, responses = _groups(tok, n_prompts=9, n=3, seed=2)
+    b = policy.build_token_batch(prompts, responses, tok.pad_id)  # (N, Lp + T), left- and right-padded
+    T = b.resp_mask.shape[1]
+    full = model(input_ids=b.ids, attention_mask=b.attn, position_ids=b.pos).logits  # (N, L, V)
+    assert torch.equal(prefix.last_logits(model, b.ids[:, :-1], b.attn[:, :-1], b.pos[:, :-1], T), full[:, -T - 1:-1])
+    same = [i for i, p in enumerate(prompts) if len(p) == len(prompts[0])]  # one prompt length: no padding
+    u = b.rows(torch.tensor(same))
+    assert torch.equal(prefix.last_logits(model, u.ids, u.attn, u.pos, 3), full[same, -3:])
+    wrong = prefix.last_logits(model, b.ids[:, 1:], b.attn[:, 1:], b.pos[:, 1:], T)  # shifted by one position
+    assert not torch.equal(wrong, full[:, -T - 1:-1])
 
 
 def test_the_update_takes_the_first_mini_batchs_old_log_probs_from_its_own_forward(monkeypatch):
