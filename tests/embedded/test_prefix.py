@@ -13,7 +13,8 @@ from omegaconf import OmegaConf
 from transformers import DynamicCache
 
 from pcbench import detmm
-from pcbench.backends.embedded import policy, prefix
+from pcbench.backends.embedded import forward, policy, prefix
+from pcbench.backends.embedded.forward import KVBuffer
 from pcbench.backends.embedded.model import build_model
 from pcbench.backends.embedded.sampler import _prefill, left_pad, unique_rows
 from pcbench.backends.embedded.tokenizer import CharTokenizer
@@ -76,8 +77,11 @@ def test_shared_prefill_gives_the_rows_a_per_row_prefills_numbers():
     same = torch.equal if rows_are_independent() else \
         (lambda a, b: torch.allclose(a, b, rtol=1e-5, atol=1e-5))
     assert same(got, want), (got - want).abs().max()
-    for a, b in zip(cache.layers, got_cache.layers):
-        assert same(a.keys, b.keys) and same(a.values, b.values)
+    got_kv = [(K[:, :, :L], V[:, :, :L]) for K, V in got_cache.kv] if isinstance(got_cache, KVBuffer) else \
+        [(layer.keys, layer.values) for layer in got_cache.layers]
+    assert len(got_kv) == len(cache.layers)
+    for a, (k, v) in zip(cache.layers, got_kv):
+        assert same(a.keys, k) and same(a.values, v)
     assert torch.equal(full_mask[:, :L], mask) and bool((full_mask[:, L:] == 1).all())
     assert torch.equal(next_pos, pos[:, -1] + 1)
 
@@ -135,7 +139,7 @@ def test_exact_evaluation_by_length_is_the_padded_evaluation_in_the_same_order()
 
 @torch.inference_mode()
 def test_last_logits_are_the_full_forwards_floats_at_the_last_positions():
-    """The exact evaluation's forward (prefix.last_logits: the final layer on the predicting positions
+    """The exact evaluation's forward (forward.last_logits: the final layer on the predicting positions
     only, the input without its last token) gives the full forward's logits bit for bit, with left
     padding and without; a wrong query position, angle or mask row shows as a difference."""
     if not rows_are_independent():
@@ -145,11 +149,11 @@ def test_last_logits_are_the_full_forwards_floats_at_the_last_positions():
     b = policy.build_token_batch(prompts, responses, tok.pad_id)  # (N, Lp + T), left- and right-padded
     T = b.resp_mask.shape[1]
     full = model(input_ids=b.ids, attention_mask=b.attn, position_ids=b.pos).logits  # (N, L, V)
-    assert torch.equal(prefix.last_logits(model, b.ids[:, :-1], b.attn[:, :-1], b.pos[:, :-1], T), full[:, -T - 1:-1])
+    assert torch.equal(forward.last_logits(model, b.ids[:, :-1], b.attn[:, :-1], b.pos[:, :-1], T), full[:, -T - 1:-1])
     same = [i for i, p in enumerate(prompts) if len(p) == len(prompts[0])]  # one prompt length: no padding
     u = b.rows(torch.tensor(same))
-    assert torch.equal(prefix.last_logits(model, u.ids, u.attn, u.pos, 3), full[same, -3:])
-    wrong = prefix.last_logits(model, b.ids[:, 1:], b.attn[:, 1:], b.pos[:, 1:], T)  # shifted by one position
+    assert torch.equal(forward.last_logits(model, u.ids, u.attn, u.pos, 3), full[same, -3:])
+    wrong = forward.last_logits(model, b.ids[:, 1:], b.attn[:, 1:], b.pos[:, 1:], T)  # shifted by one position
     assert not torch.equal(wrong, full[:, -T - 1:-1])
 
 

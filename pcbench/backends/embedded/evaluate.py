@@ -32,7 +32,7 @@ from pcbench import detmm
 from pcbench.allocators.base import Request
 from pcbench.backends.embedded.generation import EmbeddedRollouts
 from pcbench.backends.embedded.policy import build_token_batch
-from pcbench.backends.embedded.prefix import last_logits
+from pcbench.backends.embedded.forward import last_logits
 from pcbench.backends.embedded.sampler import top_p_filter
 
 
@@ -79,7 +79,7 @@ def _gold_batches(tok, problems: tuple[tuple[str, str], ...], chunk: int, by_len
 def _gold_log_prob(model, b, temperature: float, top_p: float) -> torch.Tensor:
     """-> (N,) log-probability of each row's response under the top-p-truncated sampler."""
     T = b.resp_mask.shape[1]
-    if detmm.deterministic():  # the T predicting positions only, the full forward's floats (prefix.last_logits)
+    if detmm.deterministic():  # the T predicting positions only, the full forward's floats (forward.last_logits)
         logits = last_logits(model, b.ids[:, :-1], b.attn[:, :-1], b.pos[:, :-1], T)  # (N, T, V)
     else:  # torch's products may round by shape: the full forward, as always
         logits = model(input_ids=b.ids, attention_mask=b.attn, position_ids=b.pos).logits[:, b.prompt_len - 1:-1]

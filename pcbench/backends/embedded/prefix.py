@@ -21,9 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
-from transformers.models.qwen2.modeling_qwen2 import apply_rotary_pos_emb, eager_attention_forward
 
+from pcbench.backends.embedded.forward import Past, additive_mask, layer_forward
 from pcbench.backends.embedded.sampler import left_pad, unique_rows
 
 
@@ -57,62 +56,6 @@ def build_shared_batch(prompts: list[list[int]], responses: list[list[int]], pad
     return SharedBatch(prompt_ids, prompt_attn, row, resp_ids, resp_mask)
 
 
-def _additive_mask(key_valid: torch.Tensor, q_len: int, dtype) -> torch.Tensor:
-    """key_valid (B, S) with the queries at the last q_len key positions -> (B, 1, q_len, S),
-    0 where a query may attend (key valid and not in its future), the dtype's minimum elsewhere:
-    transformers' eager mask."""
-    S = key_valid.shape[1]
-    causal = torch.arange(S)[None, :] <= torch.arange(S - q_len, S)[:, None]  # (q_len, S)
-    allowed = causal[None] & key_valid.bool()[:, None, :]  # (B, q_len, S)
-    zero, low = torch.tensor(0.0, dtype=dtype), torch.tensor(torch.finfo(dtype).min, dtype=dtype)
-    return torch.where(allowed, zero, low)[:, None]
-
-
-def _layer(layer, h, cos, sin, mask, past=None, last=None):
-    """One decoder layer on h (B, L, H); past: (keys, values) (B, kv_heads, S, d) to put before
-    this call's own; last: compute only the last `last` positions' outputs (every position still
-    gives its key and value; mask is then (B, 1, last, S)). -> new h (B, last or L, H), and this
-    call's (keys, values) after rotary."""
-    attn = layer.self_attn
-    x = layer.input_layernorm(h)
-    xq, cq, sq = (x, cos, sin) if last is None else (x[:, -last:], cos[:, -last:], sin[:, -last:])
-    q = attn.q_proj(xq).view(*xq.shape[:-1], -1, attn.head_dim).transpose(1, 2)  # (B, heads, Lq, d)
-    k = attn.k_proj(x).view(*x.shape[:-1], -1, attn.head_dim).transpose(1, 2)  # (B, kv_heads, L, d)
-    v = attn.v_proj(x).view(*x.shape[:-1], -1, attn.head_dim).transpose(1, 2)
-    if last is None:
-        q, k = apply_rotary_pos_emb(q, k, cos, sin)
-    else:  # the same elementwise formula, with the query positions' own angles
-        q, k = apply_rotary_pos_emb(q, q, cq, sq)[0], apply_rotary_pos_emb(k, k, cos, sin)[1]
-    own = (k, v)
-    if past is not None:
-        k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)
-    # the model's own eager attention: pcbench/detmm.py's products unless PCBENCH_NUMERICS=native
-    attend = ALL_ATTENTION_FUNCTIONS.get_interface(attn.config._attn_implementation, eager_attention_forward)
-    out, _ = attend(attn, q, k, v, mask, scaling=attn.scaling)
-    h = (h if last is None else h[:, -last:]) + attn.o_proj(out.reshape(*xq.shape[:-1], -1).contiguous())
-    h = h + layer.mlp(layer.post_attention_layernorm(h))
-    return h, own
-
-
-def last_logits(model, ids: torch.Tensor, attn: torch.Tensor, pos: torch.Tensor, last: int) -> torch.Tensor:
-    """ids, attn, pos (N, L) -> (N, last, V): the logits at the last `last` positions only, the
-    floats model(ids, attn, pos).logits[:, -last:] gives under pcbench's products.
-
-    A causal model's earlier positions feed the last ones only through their keys and values,
-    so the final layer runs its queries, output projection and MLP on `last` positions instead of
-    L (an exact evaluation of the default task: 5-9 of 12-21). Every kept row's arithmetic is the
-    full forward's: a product row does not depend on the other rows (pcbench/detmm.py), and the
-    attention sees the same keys under the same mask (tests/embedded/test_exact_eval.py)."""
-    core = model.model
-    h = core.embed_tokens(ids)
-    cos, sin = core.rotary_emb(h, pos)
-    mask = _additive_mask(attn, ids.shape[1], h.dtype)  # (N, 1, L, L)
-    for i, layer in enumerate(core.layers):
-        final = i == len(core.layers) - 1
-        h, _ = _layer(layer, h, cos, sin, mask[:, :, -last:] if final else mask, last=last if final else None)
-    return model.lm_head(core.norm(h))
-
-
 def response_log_probs(model, b: SharedBatch) -> torch.Tensor:
     """-> (N, T) log pi(response token | prompt, earlier response tokens); zeros where masked."""
     core = model.model
@@ -121,10 +64,10 @@ def response_log_probs(model, b: SharedBatch) -> torch.Tensor:
     p_pos = (b.prompt_attn.cumsum(-1) - 1).clamp(min=0)  # (G, Lp)
     h = core.embed_tokens(b.prompt_ids)
     cos, sin = core.rotary_emb(h, p_pos)
-    mask = _additive_mask(b.prompt_attn, b.prompt_ids.shape[1], h.dtype)
+    mask = additive_mask(b.prompt_attn, b.prompt_ids.shape[1], h.dtype)
     kv = []
     for layer in core.layers:
-        h, own = _layer(layer, h, cos, sin, mask)
+        h, own = layer_forward(layer, h, cos, sin, mask)
         kv.append(own)
     first = model.lm_head(core.norm(h[:, -1]))[b.row]  # (N, V): predicts response token 0
     if T > 1:
@@ -134,9 +77,9 @@ def response_log_probs(model, b: SharedBatch) -> torch.Tensor:
         pos = (p_pos[:, -1] + 1)[b.row, None] + torch.arange(T - 1)[None]  # (N, T-1)
         h = core.embed_tokens(x)
         cos, sin = core.rotary_emb(h, pos)
-        mask = _additive_mask(torch.cat([b.prompt_attn[b.row], r_attn], dim=1), T - 1, h.dtype)
+        mask = additive_mask(torch.cat([b.prompt_attn[b.row], r_attn], dim=1), T - 1, h.dtype)
         for layer, (pk, pv) in zip(core.layers, kv):
-            h, _ = _layer(layer, h, cos, sin, mask, past=(pk[b.row], pv[b.row]))
+            h, _ = layer_forward(layer, h, cos, sin, mask, past=Past(pk[b.row], pv[b.row]))
         rest = model.lm_head(core.norm(h))  # (N, T-1, V)
         logits = torch.cat([first[:, None], rest], dim=1)
     else:

@@ -11,6 +11,7 @@ import torch
 from transformers import DynamicCache
 
 from pcbench import detmm
+from pcbench.backends.embedded.forward import KVBuffer, decode_step, prefill
 
 
 def left_pad(seqs: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -62,17 +63,23 @@ def _prefill(model, prompts, pad_id, max_new_tokens):
     A group's rollouts share one prompt (32 rows of 16 prompts in a GRPO step), and the prefill
     is about half a sampling call's arithmetic; each prompt's keys, values and last logits do
     not depend on the other rows, so computing them once per prompt and copying them out gives
-    the rows the same numbers (tests/embedded/test_sampler.py checks this bit for bit)."""
+    the rows the same numbers (tests/embedded/test_prefix.py checks this bit for bit).
+    -> the cache (a forward.KVBuffer under pcbench's products, else transformers' DynamicCache),
+    the last logits (B, V), the (B, L + T) attention mask, the next positions (B,), L."""
     uniq, row = unique_rows(prompts)
     ids, prompt_mask = left_pad(uniq, pad_id)  # (U, L): the same L as padding all rows
     L = ids.shape[1]
     pos = (prompt_mask.cumsum(-1) - 1).clamp(min=0)  # (U, L)
-    cache = DynamicCache()
-    logits = model(input_ids=ids, attention_mask=prompt_mask, position_ids=pos, past_key_values=cache,
-                   use_cache=True).logits[:, -1]  # (U, V)
-    if len(uniq) < len(prompts):
-        cache.batch_select_indices(row)
-        logits, prompt_mask, pos = logits[row], prompt_mask[row], pos[row]
+    if detmm.deterministic():
+        kv, logits = prefill(model, ids, prompt_mask, pos)
+        cache = KVBuffer(kv, row, max_new_tokens)
+    else:
+        cache = DynamicCache()
+        logits = model(input_ids=ids, attention_mask=prompt_mask, position_ids=pos, past_key_values=cache,
+                       use_cache=True).logits[:, -1]  # (U, V)
+        if len(uniq) < len(prompts):
+            cache.batch_select_indices(row)
+    logits, prompt_mask, pos = logits[row], prompt_mask[row], pos[row]
     # the attention mask of every decode step is a prefix view of one (B, L + T) tensor
     full_mask = torch.ones((len(prompts), L + max_new_tokens), dtype=prompt_mask.dtype)
     full_mask[:, :L] = prompt_mask
@@ -95,17 +102,22 @@ def _sample_chunk(model, prompts, max_new_tokens, temperature, top_p, eos_id, pa
         done |= nxt == eos_id
         if bool(done.all()) or t == max_new_tokens - 1:
             break
-        # finished rows leave the batch: with pcbench's products a row's numbers do not depend on
-        # the others (tests/embedded/test_sampler_and_task.py), so the live rows' logits are unchanged;
-        # torch's own products (PCBENCH_NUMERICS=native) may round by batch size, so they keep every row
-        keep = (~done[live]).nonzero().squeeze(-1)  # (A',) positions within the live rows
-        if len(keep) < len(live) and detmm.deterministic():
-            live = live[keep]
-            cache.batch_select_indices(keep)
-            full_mask, next_pos = full_mask[keep], next_pos[keep]
-        step = model(input_ids=nxt[live, None], attention_mask=full_mask[:, :L + t + 1], position_ids=next_pos[:, None],
-                     past_key_values=cache, use_cache=True).logits[:, -1]  # (A', V)
-        logits[live] = step
+        if isinstance(cache, KVBuffer):
+            # finished rows leave the batch once a quarter of its rows have finished (each removal
+            # copies the cache): with pcbench's products a row's numbers do not depend on the others
+            # (tests/embedded/test_sampler_and_task.py), so the live rows' logits are unchanged; torch's
+            # own products (PCBENCH_NUMERICS=native) may round by batch size, so they keep every row
+            alive = ~done[live]  # (A,) over the rows in the batch
+            if 4 * int(alive.sum()) <= 3 * len(live):
+                keep = alive.nonzero().squeeze(-1)
+                live, alive = live[keep], alive[keep]
+                cache.keep(keep)
+                full_mask, next_pos = full_mask[keep], next_pos[keep]
+            step = decode_step(model, cache, nxt[live, None], next_pos[:, None], full_mask[:, :L + t + 1])  # (A, V)
+            logits[live[alive]] = step[alive]  # a finished row keeps its last logits
+        else:
+            logits[live] = model(input_ids=nxt[live, None], attention_mask=full_mask[:, :L + t + 1],
+                                 position_ids=next_pos[:, None], past_key_values=cache, use_cache=True).logits[:, -1]
         next_pos = next_pos + 1
     result = []
     for row in tokens.tolist():
