@@ -183,3 +183,54 @@ def test_the_update_takes_the_first_mini_batchs_old_log_probs_from_its_own_forwa
     (got, w_got), (want, w_want) = results
     assert got == want and torch.equal(w_got, w_want)
     assert float((w_got - torch.cat([p.detach().flatten() for p in model.parameters()])).abs().max()) > 0  # it trained
+
+
+def _train(model, batch, scores, group, mbs, skip_flat):
+    import copy
+
+    cfg = OmegaConf.create(dict(clip_ratio_low=0.2, clip_ratio_high=0.28, clip_ratio_c=3.0, loss_agg_mode="token-mean",
+                                grad_clip=1.0))
+    m = copy.deepcopy(model).train()
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0)
+    metrics = policy.ppo_update(m, opt, sched, batch, scores, group, mbs, cfg, rollout_n=8, skip_flat=skip_flat)
+    return metrics, torch.cat([p.detach().flatten() for p in m.parameters()])
+
+
+def test_flat_groups_skip_their_backward_and_train_the_same():
+    """Rows whose advantage is 0 everywhere (a group scored alike) get no backward: a mini-batch of only
+    such groups still takes its (zero-gradient) AdamW step, bit for bit; flat rows beside live ones change
+    the gradient's float sums only (to rounding), and their ratio still enters train/ppo_kl."""
+    if not rows_are_independent():
+        pytest.skip("this machine's products round by row count (PCBENCH_NUMERICS=native)")
+    tok, model = _model()
+    prompts, responses = _groups(tok)
+    batch = prefix.build_shared_batch(prompts, responses, tok.pad_id)
+    group_of = {tuple(p): g for g, p in enumerate(dict.fromkeys(map(tuple, prompts)))}
+    group = np.array([group_of[tuple(p)] for p in prompts])  # (N,) 6 groups of 8
+    mixed = torch.tensor([1.0 if (i * 7) % 3 else -1.0 for i in range(len(prompts))])
+    # groups 0 and 1 (the first mini-batch) all correct: its loss has zero gradient
+    scores = torch.where(torch.as_tensor(group < 2), torch.ones(len(prompts)), mixed)
+    mbs = [np.flatnonzero((group >= s) & (group < s + 2)) for s in range(0, 6, 2)]
+    (got, w_got), (want, w_want) = (_train(model, batch, scores, group, mbs, skip) for skip in (True, False))
+    assert got == want and torch.equal(w_got, w_want)
+    # group 2 flat too, beside live group 3 in the second mini-batch: the same update to rounding
+    scores = torch.where(torch.as_tensor(group == 2), -torch.ones(len(prompts)), scores)
+    (got, w_got), (want, w_want) = (_train(model, batch, scores, group, mbs, skip) for skip in (True, False))
+    assert got.keys() == want.keys() and all(abs(got[k] - want[k]) <= 1e-5 * (1 + abs(want[k])) for k in got)
+    assert torch.allclose(w_got, w_want, rtol=0, atol=1e-5) and got["train/ppo_kl"] != 0.0
+
+
+@torch.inference_mode()
+def test_a_rows_log_probs_do_not_depend_on_the_other_rows_lengths():
+    """The update's response pass runs on the packed tokens (no padding): a row's log-probs are the same
+    floats whether the longest response beside it has 4 tokens or 12."""
+    if not rows_are_independent():
+        pytest.skip("this machine's products round by row count (PCBENCH_NUMERICS=native)")
+    tok, model = _model()
+    prompts, responses = _groups(tok)
+    base = prefix.build_shared_batch(prompts, responses, tok.pad_id)
+    longer = prefix.build_shared_batch(prompts + [prompts[0]], responses + [[5] * 11 + [tok.eos_id]], tok.pad_id)
+    assert longer.resp_ids.shape[1] > base.resp_ids.shape[1]
+    a, b = base.log_probs(model), longer.log_probs(model)[:-1, :base.resp_ids.shape[1]]
+    assert torch.equal(a, b) and bool((a != 0).any())

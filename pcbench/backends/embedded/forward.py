@@ -62,6 +62,33 @@ def layer_forward(layer, h, cos, sin, mask, past=None, last=None):
     return h, own
 
 
+def packed_layer_forward(layer, h, cos, sin, mask, idx, rows: int, length: int, past):
+    """One decoder layer on packed tokens: h (P, H) are the positions idx (P,) of a (rows, length)
+    layout, cos / sin (P, d) theirs. Every product, norm and MLP runs on the P tokens only; the
+    attention runs on the (rows, length) layout, the positions not in idx zero keys and values that
+    the mask must hide from every kept query. -> new h (P, H). A kept token's floats are the padded
+    layout's: a product row does not depend on the others (pcbench/detmm.py), and a masked key's
+    weight is exactly 0 whatever its value."""
+    attn = layer.self_attn
+    x = layer.input_layernorm(h)
+    P, d = x.shape[0], attn.head_dim
+    q = attn.q_proj(x).view(P, -1, d)  # (P, heads, d)
+    k = attn.k_proj(x).view(P, -1, d)  # (P, kv_heads, d)
+    v = attn.v_proj(x).view(P, -1, d)
+    q, k = apply_rotary_pos_emb(q, k, cos, sin)  # the angles broadcast over the heads (dim 1)
+
+    def unpack(t):  # (P, heads, d) -> (rows, heads, length, d), zeros where no token
+        full = t.new_zeros(rows * length, *t.shape[1:]).index_copy(0, idx, t)
+        return full.view(rows, length, *t.shape[1:]).transpose(1, 2)
+
+    q, k, v = unpack(q), unpack(k), unpack(v)
+    k, v = past.extend(k, v)
+    attend = ALL_ATTENTION_FUNCTIONS.get_interface(attn.config._attn_implementation, eager_attention_forward)
+    out, _ = attend(attn, q, k, v, mask, scaling=attn.scaling)  # (rows, length, heads, d)
+    h = h + attn.o_proj(out.reshape(rows * length, -1)[idx])
+    return h + layer.mlp(layer.post_attention_layernorm(h))
+
+
 def last_logits(model, ids: torch.Tensor, attn: torch.Tensor, pos: torch.Tensor, last: int) -> torch.Tensor:
     """ids, attn, pos (N, L) -> (N, last, V): the logits at the last `last` positions only, the
     floats model(ids, attn, pos).logits[:, -last:] gives under pcbench's products.

@@ -16,7 +16,8 @@ from pcbench.allocators.base import UNCOUNTED_PROBE, Request, Rollouts
 from pcbench.backends.embedded.sampler import sample
 from pcbench.backends.embedded.task import Problem
 from pcbench.backends.embedded.tokenizer import CharTokenizer
-from pcbench.reward import RewardStats, compute_score
+from pcbench.reward import RewardStats
+from pcbench.reward.memo import ScoreMemo
 
 
 class EmbeddedRollouts:
@@ -29,6 +30,7 @@ class EmbeddedRollouts:
         self.max_new_tokens, self.temperature, self.top_p = max_new_tokens, temperature, top_p
         self.generator = generator
         self.reward_stats = RewardStats()
+        self.scores = ScoreMemo(self.reward_stats)  # a group's rollouts repeat their text
         self.prompt_ids = {pid: [tok.bos_id] + tok.encode(p.prompt) for pid, p in problems.items()}
         self.reset_counters()
 
@@ -52,7 +54,6 @@ class EmbeddedRollouts:
             resp = responses[i:i + r.k]
             i += r.k
             answer = self.problems[r.prompt_id].answer
-            acc = np.array([float(compute_score(self.tok.decode(x), answer, stats=self.reward_stats).acc)
-                            for x in resp])
+            acc = np.array([float(self.scores.score(self.tok.decode(x), answer).acc) for x in resp])
             out.append(Rollouts(r.prompt_id, acc, resp, r.kind))
         return out

@@ -51,16 +51,39 @@ def response_log_probs(model, b: TokenBatch) -> torch.Tensor:
     return lp * b.resp_mask
 
 
+def _current_log_probs(model, b, idx: torch.Tensor, flat: torch.Tensor, first: bool) -> torch.Tensor:
+    """-> (rows, T) the current policy's log-probs of rows idx, with a gradient only where it can be
+    nonzero. flat (rows,): the rows whose advantage is 0 at every token (every rollout of a GRPO group
+    scored alike), whose loss terms have zero gradient: their backward is skipped. After the first
+    mini-batch their ratio still enters train/ppo_kl, so they get a forward without gradient; in the
+    first one (first=True: the old log-probs are this forward's) they need none, since any equal old
+    and new give ratio 1, what their own forward gives. The gradient of the rest is the same sum
+    without the zero terms: equal to rounding (tests/embedded/test_prefix.py)."""
+    if not bool(flat.any()):
+        return b.rows(idx).log_probs(model)
+    live, dead = (~flat).nonzero().squeeze(-1), flat.nonzero().squeeze(-1)
+    new = torch.zeros(len(idx), b.resp_mask.shape[1])
+    if len(live):
+        new = new.index_copy(0, live, b.rows(idx[live]).log_probs(model))
+    if not first:
+        with torch.no_grad():
+            rest = b.rows(idx[dead]).log_probs(model)
+        new = new.index_copy(0, dead, rest)
+    return new
+
+
 def ppo_update(model, optimizer, scheduler, b, scores: torch.Tensor, group: np.ndarray,
-               mini_batches: list[np.ndarray], train_cfg, rollout_n: int) -> dict[str, float]:
+               mini_batches: list[np.ndarray], train_cfg, rollout_n: int, skip_flat: bool = True) -> dict[str, float]:
     """One training step: GRPO advantages over the whole batch, one optimizer step per mini-batch.
 
     b: a TokenBatch or a prefix.SharedBatch (what the trainer passes: each prompt run once),
-    scores (N,) +1/-1, group (N,) GRPO group id per row, mini_batches: row index arrays.
+    scores (N,) +1/-1, group (N,) GRPO group id per row, mini_batches: row index arrays;
+    skip_flat: no backward for rows whose advantage is 0 everywhere (_current_log_probs).
     """
     cfg = rl.actor_config(float(train_cfg.clip_ratio_low), float(train_cfg.clip_ratio_high),
                           float(train_cfg.clip_ratio_c), str(train_cfg.loss_agg_mode), int(rollout_n))
     adv = rl.grpo_advantages(scores, group, b.resp_mask)  # (N, T)
+    flat = (adv == 0).all(-1) if skip_flat else torch.zeros(len(adv), dtype=torch.bool)  # (N,)
     model.eval()  # no dropout in this model; eval() keeps old and new log-probs comparable
     reuse = detmm.deterministic() and len(mini_batches) > 1  # see below
     with torch.no_grad():  # old: (N, T), the policy that generated (on-policy)
@@ -73,16 +96,19 @@ def ppo_update(model, optimizer, scheduler, b, scores: torch.Tensor, group: np.n
     sums: dict[str, float] = {}
     for i, rows in enumerate(mini_batches):
         idx = torch.as_tensor(rows, dtype=torch.long)
-        mb = b.rows(idx)
-        new = mb.log_probs(model)  # (rows, T)
+        new = _current_log_probs(model, b, idx, flat[idx], first=i == 0 and reuse)  # (rows, T)
         if i == 0 and reuse:
             # the first mini-batch runs before any optimizer step, so its own forward is the old
             # policy's: with pcbench's products a row's floats do not depend on the other rows in
             # the batch, so these are the bits the full old pass gave (tests/embedded/test_prefix.py)
             old[idx] = new.detach()
-        loss, metrics = rl.policy_loss(old[idx], new, adv[idx], mb.resp_mask, cfg)
+        loss, metrics = rl.policy_loss(old[idx], new, adv[idx], b.resp_mask[idx], cfg)
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        if loss.requires_grad:
+            loss.backward()
+        else:  # every row flat: the gradient is exactly 0, and AdamW still steps (momentum, decay)
+            for p in model.parameters():
+                p.grad = torch.zeros_like(p)
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), float(train_cfg.grad_clip))
         optimizer.step()
         for k, v in {"train/pg_loss": float(loss.detach()), "train/grad_norm": float(grad_norm), **metrics}.items():

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import torch
 
-from pcbench.backends.embedded.forward import Past, additive_mask, layer_forward
+from pcbench.backends.embedded.forward import Past, additive_mask, layer_forward, packed_layer_forward
 from pcbench.backends.embedded.sampler import left_pad, unique_rows
 
 
@@ -70,19 +70,23 @@ def response_log_probs(model, b: SharedBatch) -> torch.Tensor:
         h, own = layer_forward(layer, h, cos, sin, mask)
         kv.append(own)
     first = model.lm_head(core.norm(h[:, -1]))[b.row]  # (N, V): predicts response token 0
+    first = torch.log_softmax(first.float(), dim=-1).gather(-1, b.resp_ids[:, :1]).squeeze(-1)  # (N,)
+    rest = torch.zeros(N, T - 1)
     if T > 1:
-        # response pass: tokens 0..T-2 of each row predict tokens 1..T-1
-        x = b.resp_ids[:, :-1]  # (N, T-1)
+        # response pass on packed tokens: input j of a row predicts its token j + 1, so only the inputs
+        # whose next token exists run (a quarter of the (N, T-1) layout is padding on the default task)
+        need = b.resp_mask[:, 1:].bool().reshape(-1)  # (N * (T-1),)
+        idx = need.nonzero().squeeze(-1)  # (P,)
+        x = b.resp_ids[:, :-1].reshape(-1)[idx]  # (P,)
         r_attn = b.resp_mask[:, :-1]
         pos = (p_pos[:, -1] + 1)[b.row, None] + torch.arange(T - 1)[None]  # (N, T-1)
-        h = core.embed_tokens(x)
-        cos, sin = core.rotary_emb(h, pos)
+        h = core.embed_tokens(x)  # (P, H)
+        cos, sin = core.rotary_emb(h[None], pos.reshape(1, -1)[:, idx])  # (1, P, d)
         mask = additive_mask(torch.cat([b.prompt_attn[b.row], r_attn], dim=1), T - 1, h.dtype)
         for layer, (pk, pv) in zip(core.layers, kv):
-            h, _ = layer_forward(layer, h, cos, sin, mask, past=Past(pk[b.row], pv[b.row]))
-        rest = model.lm_head(core.norm(h))  # (N, T-1, V)
-        logits = torch.cat([first[:, None], rest], dim=1)
-    else:
-        logits = first[:, None]
-    lp = torch.log_softmax(logits.float(), dim=-1).gather(-1, b.resp_ids[..., None]).squeeze(-1)
-    return lp * b.resp_mask
+            h = packed_layer_forward(layer, h, cos[0], sin[0], mask, idx, N, T - 1, Past(pk[b.row], pv[b.row]))
+        logits = model.lm_head(core.norm(h))  # (P, V)
+        target = b.resp_ids[:, 1:].reshape(-1)[idx]
+        lp = torch.log_softmax(logits.float(), dim=-1).gather(-1, target[:, None]).squeeze(-1)  # (P,)
+        rest = rest.reshape(-1).index_copy(0, idx, lp).view(N, T - 1)
+    return torch.cat([first[:, None], rest], dim=1) * b.resp_mask
