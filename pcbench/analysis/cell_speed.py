@@ -1,7 +1,8 @@
 """The cell-speed comparison (`python -m pcbench.bench cell_speed`) as a table, from its folder alone.
 
 The folder holds times.json (the commits and one entry per launch: version, repeat, key, wall_s,
-loadavg), identity.json (the run-by-run comparison of the versions the plan calls identical) and, per
+loadavg), identity.json (the run-by-run comparison of the versions the plan calls identical, or whose
+picture it compares) and, per
 launch, the regime map's own report `<key>/regime_map.json` (its per-run seconds and the cell's
 scores). Everything below is computed from those files.
 """
@@ -44,6 +45,42 @@ def speedup(table: pd.DataFrame, slow: str, fast: str) -> float | None:
     return float(by.wall_median[slow] / by.wall_median[fast])
 
 
+def _inside(x: float, entry: dict) -> bool:
+    high = float("inf") if entry.get("high_inf") or entry.get("high") is None else entry["high"]
+    return entry["low"] <= x <= high
+
+
+def same_picture(a: dict, b: dict, scores=("pc_vs_grpo", "aa")) -> dict[str, bool | None]:
+    """Two launches' scores of one cell -> per score, whether each point estimate lies in the other's 95% interval.
+
+    The criterion for a change that alters arithmetic (issue 29): its runs diverge from the old ones
+    value by value, so what must hold is the picture, PC vs GRPO and the A/A floor, within noise.
+    None where either launch has no such score.
+    """
+    out: dict[str, bool | None] = {}
+    for key in scores:
+        x, y = a.get(key), b.get(key)
+        if not (isinstance(x, dict) and isinstance(y, dict) and x.get("ratio") is not None and y.get("ratio") is not None):
+            out[key] = None
+            continue
+        out[key] = _inside(x["ratio"], y) and _inside(y["ratio"], x)
+    return out
+
+
+def _picture_lines(reports: dict[str, dict], plan: dict) -> list[str]:
+    pair = plan["success"].get("same_picture") or []
+    keys = [f"{v}1" for v in pair]
+    if len(keys) != 2 or not all(k in reports for k in keys):
+        return []
+    a, b = (reports[k]["cells"].get(plan["cell"], {}) for k in keys)
+    verdict = same_picture(a, b)
+    parts = [f"{name} {_ratio(a.get(name))} vs {_ratio(b.get(name))}: "
+             + {True: "each inside the other's interval", False: "NOT inside", None: "missing"}[ok]
+             for name, ok in verdict.items()]
+    met = "met" if all(v is True for v in verdict.values()) else "not met"
+    return [f"- Same picture, {' vs '.join(keys)}: {'; '.join(parts)} (plan: {met})."]
+
+
 def _numerics(report: dict) -> str:
     prov = report.get("provenance", {})
     m = prov.get("machine", {})
@@ -83,12 +120,14 @@ def render(folder: Path, plan: dict) -> str:
             if s is not None:
                 met = f" (plan: >= {goal}x: {'met' if s >= goal else 'not met'})" if goal and slow == versions[0] else ""
                 lines.append(f"- Median launcher wall, {slow} / {fast}: **{s:.2f}x**{met}.")
+    lines += _picture_lines(reports, plan)
     ident = folder / "identity.json"
     if ident.is_file():
         d = json.loads(ident.read_text())
         verdict = "every value equal" if d["differences"] == 0 else f"{d['differences']} differences (first: {d['first'][:3]})"
+        judged = "" if plan["success"].get("identical") else " (reported, not judged: the arithmetic changed)"
         lines.append(f"- Identity, {' vs '.join(d['compared'])}: {d['runs']} runs, {d['values']:,} logged values "
-                     f"(timings aside): {verdict}.")
+                     f"(timings aside): {verdict}{judged}.")
     return "\n".join(lines) + "\n"
 
 

@@ -10,8 +10,9 @@ order, what counts as success), read before anything runs. Then
 3. the launches run one at a time in the plan's order: `python -m pcbench.bench regime_map --cells CELL
    --jobs 2` from the version's worktree, timed end to end; each launch's report and curves go to
    <out>/<version><repeat>/, its run folders to <work>/runs-<version><repeat>/;
-4. the versions the plan names `identical` are compared run by run: every value of every metrics row,
-   timings aside (<out>/identity.json);
+4. the versions the plan names `identical` (or `same_picture`) are compared run by run: every value of
+   every metrics row, timings aside (<out>/identity.json); `same_picture` judges instead the cell's
+   PC-vs-GRPO and A/A ratios (each inside the other's 95% interval), for a change that alters arithmetic;
 5. <out>/times.json and the table (<out>/cell_speed.md, pcbench/analysis/cell_speed.py) are written after
    every launch, so an interrupted comparison keeps what it measured.
 
@@ -185,7 +186,9 @@ def _main(args, argv) -> int:
                                  "wall_s": round(wall, 1), "loadavg": [round(x, 2) for x in os.getloadavg()]})
         (out / "times.json").write_text(json.dumps(meta, indent=1) + "\n")
         print(f"  {wall:.0f} s", flush=True)
-    same = plan["success"].get("identical") or []
+    # value by value: all equal is the criterion under `identical`; under `same_picture` (arithmetic changed) it is
+    # reported, not judged
+    same = plan["success"].get("identical") or plan["success"].get("same_picture") or []
     if len(same) == 2 and all(seen.get(v) for v in same):
         ident = compare_runs(args.work / f"runs-{same[0]}1", args.work / f"runs-{same[1]}1")
         (out / "identity.json").write_text(json.dumps({"compared": [f"{v}1" for v in same], **ident}, indent=1) + "\n")

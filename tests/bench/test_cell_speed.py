@@ -69,3 +69,20 @@ def test_the_table_is_computed_from_the_folder(tmp_path):
     assert "| before | bef | 2 | 400 / 410 / 420 | 805 |" in text
     assert "after: ATen AVX2 (pinned), products pcbench detgemm, fingerprint fafter, warm start wafter" in text
     assert "| after1 | 190 | 2 | 0 | 1.0 | 1.20 [0.90, inf] | 1.00 [0.80, 1.25] |" in text
+    judged = render(out, {"cell": "c", "versions": {"before": "x", "after": "y"},
+                          "success": {"speedup_min": 2.0, "same_picture": ["before", "after"]}})
+    assert ("- Same picture, before1 vs after1: pc_vs_grpo 1.20 [0.90, inf] vs 1.20 [0.90, inf]: each inside the "
+            "other's interval; aa 1.00 [0.80, 1.25] vs 1.00 [0.80, 1.25]: each inside the other's interval (plan: met).") in judged
+
+
+def test_same_picture_needs_each_estimate_inside_the_others_interval():
+    from pcbench.analysis.cell_speed import same_picture
+
+    old = {"pc_vs_grpo": {"ratio": 0.59, "low": 0.59, "high": 2.67}, "aa": {"ratio": 1.0, "low": 0.67, "high": 4.0}}
+    close = {"pc_vs_grpo": {"ratio": 1.1, "low": 0.5, "high": None, "high_inf": True},
+             "aa": {"ratio": 0.8, "low": 0.5, "high": 2.0}}
+    assert same_picture(old, close) == {"pc_vs_grpo": True, "aa": True}
+    # 3.0 lies outside the old interval: a different picture, even though the old 0.59 lies in the new one
+    far = {**close, "pc_vs_grpo": {"ratio": 3.0, "low": 0.4, "high": 5.0}}
+    assert same_picture(old, far)["pc_vs_grpo"] is False
+    assert same_picture(old, {"aa": {"ratio": None}}) == {"pc_vs_grpo": None, "aa": None}
