@@ -117,6 +117,12 @@ def test_shared_prompt_log_probs_of_one_token_responses():
         want = policy.build_token_batch(prompts, responses, tok.pad_id).log_probs(model)
         got = prefix.build_shared_batch(prompts, responses, tok.pad_id).log_probs(model)
     assert got.shape == (6, 1) and torch.allclose(got, want, rtol=0, atol=1e-5)
+    # the same rows as a subset of a batch with longer responses (a mini-batch's flat rows): the
+    # layout keeps the batch's T, yet no response token has a next one to predict
+    longer = prefix.build_shared_batch(prompts + prompts[:1], responses + [[5, 6, tok.eos_id]], tok.pad_id)
+    with torch.no_grad():
+        sub = longer.rows(torch.arange(6)).log_probs(model)
+    assert sub.shape == (6, 3) and torch.equal(sub[:, 0], got[:, 0]) and not sub[:, 1:].any()
 
 
 def test_exact_evaluation_by_length_is_the_padded_evaluation_in_the_same_order():

@@ -152,3 +152,43 @@ def test_sampler_draws_exactly_what_the_reference_loop_draws(top_p):
         want.append(seq)
     assert got == want
     assert len({len(g) for g in got}) > 1  # rows did stop at different steps
+
+
+def test_the_decode_buffer_gives_transformers_cache_logits_bit_for_bit():
+    """Decoding into the preallocated KVBuffer (unwritten positions zero and masked, rows leaving it)
+    must give each step's logits exactly as transformers' growing cache does, row for row, under
+    pcbench's products: prompts of different lengths (left padding), a repeated prompt sharing its
+    prefill, and two rows dropped midway."""
+    from transformers import DynamicCache
+
+    from pcbench.backends.embedded.forward import KVBuffer, decode_step, prefill
+    from pcbench.backends.embedded.sampler import left_pad, unique_rows
+
+    tok = CharTokenizer()
+    model = build_model(MODEL, tok, seed=0).eval()
+    prompts = [[tok.bos_id] + tok.encode(t) for t in ["7+5=", "123+456=", "7+5=", "99+1="]]
+    B, T = len(prompts), 5
+    steps = torch.Generator().manual_seed(3)
+    feed = torch.randint(4, tok.vocab_size, (B, T), generator=steps)  # the tokens both paths decode
+    ids, mask = left_pad(prompts, tok.pad_id)
+    pos = (mask.cumsum(-1) - 1).clamp(min=0)
+    with torch.inference_mode():
+        cache = DynamicCache()
+        ref = [model(input_ids=ids, attention_mask=mask, position_ids=pos, past_key_values=cache,
+                     use_cache=True).logits[:, -1]]
+        full = torch.cat([mask, torch.ones(B, T, dtype=mask.dtype)], dim=1)
+        for t in range(T):
+            ref.append(model(input_ids=feed[:, t:t + 1], attention_mask=full[:, :mask.shape[1] + t + 1],
+                             position_ids=pos[:, -1:] + 1 + t, past_key_values=cache, use_cache=True).logits[:, -1])
+
+        uniq, row = unique_rows(prompts)
+        u_ids, u_mask = left_pad(uniq, tok.pad_id)
+        kv, first = prefill(model, u_ids, u_mask, (u_mask.cumsum(-1) - 1).clamp(min=0))
+        assert torch.equal(first[row], ref[0])
+        buf, live = KVBuffer(kv, row, T), torch.arange(B)
+        for t in range(T):
+            if t == 3:  # rows 1 and 2 finish: the buffer keeps the others
+                live = torch.tensor([0, 3])
+                buf.keep(live)
+            got = decode_step(model, buf, feed[live, t:t + 1], pos[live, -1:] + 1 + t, full[live, :mask.shape[1] + t + 1])
+            assert torch.equal(got, ref[t + 1][live]), f"decode step {t}"

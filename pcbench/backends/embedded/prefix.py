@@ -72,11 +72,11 @@ def response_log_probs(model, b: SharedBatch) -> torch.Tensor:
     first = model.lm_head(core.norm(h[:, -1]))[b.row]  # (N, V): predicts response token 0
     first = torch.log_softmax(first.float(), dim=-1).gather(-1, b.resp_ids[:, :1]).squeeze(-1)  # (N,)
     rest = torch.zeros(N, T - 1)
-    if T > 1:
-        # response pass on packed tokens: input j of a row predicts its token j + 1, so only the inputs
-        # whose next token exists run (a quarter of the (N, T-1) layout is padding on the default task)
-        need = b.resp_mask[:, 1:].bool().reshape(-1)  # (N * (T-1),)
-        idx = need.nonzero().squeeze(-1)  # (P,)
+    # response pass on packed tokens: input j of a row predicts its token j + 1, so only the inputs
+    # whose next token exists run (a quarter of the (N, T-1) layout is padding on the default task);
+    # none when every row is one token long, which a subset of a longer batch can be (T > 1 then)
+    idx = b.resp_mask[:, 1:].bool().reshape(-1).nonzero().squeeze(-1)  # (P,) into (N * (T-1),)
+    if len(idx):
         x = b.resp_ids[:, :-1].reshape(-1)[idx]  # (P,)
         r_attn = b.resp_mask[:, :-1]
         pos = (p_pos[:, -1] + 1)[b.row, None] + torch.arange(T - 1)[None]  # (N, T-1)
