@@ -163,35 +163,20 @@ def test_last_logits_are_the_full_forwards_floats_at_the_last_positions():
     assert not torch.equal(wrong, full[:, -T - 1:-1])
 
 
-def test_the_update_takes_the_first_mini_batchs_old_log_probs_from_its_own_forward(monkeypatch):
-    """ppo_update skips the first mini-batch's rows in its old-policy pass and reads them off that
-    mini-batch's own forward (which runs before any optimizer step): the same metrics and weights,
-    bit for bit, as the full old pass (what the update did before, and still does under torch's products)."""
-    import copy
-
+def _update_case():
+    """A model and a shared batch of 6 groups of 8 -> (model, batch, group (N,), mixed scores (N,), 3 mini-batches)."""
     tok, model = _model()
     prompts, responses = _groups(tok)
     batch = prefix.build_shared_batch(prompts, responses, tok.pad_id)
     group_of = {tuple(p): g for g, p in enumerate(dict.fromkeys(map(tuple, prompts)))}
     group = np.array([group_of[tuple(p)] for p in prompts])  # (N,) 6 groups of 8
-    scores = torch.tensor([1.0 if (i * 7) % 3 else -1.0 for i in range(len(prompts))])
+    mixed = torch.tensor([1.0 if (i * 7) % 3 else -1.0 for i in range(len(prompts))])
     mbs = [np.flatnonzero((group >= s) & (group < s + 2)) for s in range(0, 6, 2)]
-    cfg = OmegaConf.create(dict(clip_ratio_low=0.2, clip_ratio_high=0.28, clip_ratio_c=3.0, loss_agg_mode="token-mean",
-                                grad_clip=1.0))
-    results = []
-    for reuse in (True, False):
-        monkeypatch.setattr(detmm, "deterministic", lambda reuse=reuse: reuse)
-        m = copy.deepcopy(model).train()
-        opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
-        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0)
-        metrics = policy.ppo_update(m, opt, sched, batch, scores, group, mbs, cfg, rollout_n=8)
-        results.append((metrics, torch.cat([p.detach().flatten() for p in m.parameters()])))
-    (got, w_got), (want, w_want) = results
-    assert got == want and torch.equal(w_got, w_want)
-    assert float((w_got - torch.cat([p.detach().flatten() for p in model.parameters()])).abs().max()) > 0  # it trained
+    return model, batch, group, mixed, mbs
 
 
-def _train(model, batch, scores, group, mbs, skip_flat):
+def _train(model, batch, scores, group, mbs, skip_flat=True):
+    """One ppo_update on a copy of model -> (metrics, the trained weights flattened)."""
     import copy
 
     cfg = OmegaConf.create(dict(clip_ratio_low=0.2, clip_ratio_high=0.28, clip_ratio_c=3.0, loss_agg_mode="token-mean",
@@ -203,25 +188,33 @@ def _train(model, batch, scores, group, mbs, skip_flat):
     return metrics, torch.cat([p.detach().flatten() for p in m.parameters()])
 
 
+def test_the_update_takes_the_first_mini_batchs_old_log_probs_from_its_own_forward(monkeypatch):
+    """ppo_update skips the first mini-batch's rows in its old-policy pass and reads them off that
+    mini-batch's own forward (which runs before any optimizer step): the same metrics and weights,
+    bit for bit, as the full old pass (what the update did before, and still does under torch's products)."""
+    model, batch, group, scores, mbs = _update_case()
+    results = []
+    for reuse in (True, False):
+        monkeypatch.setattr(detmm, "deterministic", lambda reuse=reuse: reuse)
+        results.append(_train(model, batch, scores, group, mbs))
+    (got, w_got), (want, w_want) = results
+    assert got == want and torch.equal(w_got, w_want)
+    assert float((w_got - torch.cat([p.detach().flatten() for p in model.parameters()])).abs().max()) > 0  # it trained
+
+
 def test_flat_groups_skip_their_backward_and_train_the_same():
     """Rows whose advantage is 0 everywhere (a group scored alike) get no backward: a mini-batch of only
     such groups still takes its (zero-gradient) AdamW step, bit for bit; flat rows beside live ones change
     the gradient's float sums only (to rounding), and their ratio still enters train/ppo_kl."""
     if not rows_are_independent():
         pytest.skip("this machine's products round by row count (PCBENCH_NUMERICS=native)")
-    tok, model = _model()
-    prompts, responses = _groups(tok)
-    batch = prefix.build_shared_batch(prompts, responses, tok.pad_id)
-    group_of = {tuple(p): g for g, p in enumerate(dict.fromkeys(map(tuple, prompts)))}
-    group = np.array([group_of[tuple(p)] for p in prompts])  # (N,) 6 groups of 8
-    mixed = torch.tensor([1.0 if (i * 7) % 3 else -1.0 for i in range(len(prompts))])
+    model, batch, group, mixed, mbs = _update_case()
     # groups 0 and 1 (the first mini-batch) all correct: its loss has zero gradient
-    scores = torch.where(torch.as_tensor(group < 2), torch.ones(len(prompts)), mixed)
-    mbs = [np.flatnonzero((group >= s) & (group < s + 2)) for s in range(0, 6, 2)]
+    scores = torch.where(torch.as_tensor(group < 2), torch.ones(len(mixed)), mixed)
     (got, w_got), (want, w_want) = (_train(model, batch, scores, group, mbs, skip) for skip in (True, False))
     assert got == want and torch.equal(w_got, w_want)
     # group 2 flat too, beside live group 3 in the second mini-batch: the same update to rounding
-    scores = torch.where(torch.as_tensor(group == 2), -torch.ones(len(prompts)), scores)
+    scores = torch.where(torch.as_tensor(group == 2), -torch.ones(len(mixed)), scores)
     (got, w_got), (want, w_want) = (_train(model, batch, scores, group, mbs, skip) for skip in (True, False))
     assert got.keys() == want.keys() and all(abs(got[k] - want[k]) <= 1e-5 * (1 + abs(want[k])) for k in got)
     assert torch.allclose(w_got, w_want, rtol=0, atol=1e-5) and got["train/ppo_kl"] != 0.0
