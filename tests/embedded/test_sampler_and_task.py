@@ -161,6 +161,12 @@ def test_the_decode_buffer_gives_transformers_cache_logits_bit_for_bit():
     prefill, and two rows dropped midway."""
     from transformers import DynamicCache
 
+    from pcbench import detmm
+
+    if not detmm.deterministic():
+        pytest.skip("the sampler decodes into the buffer under pcbench's products only (PCBENCH_NUMERICS=native "
+                    "keeps transformers' cache, whose products may round by row count)")
+
     from pcbench.backends.embedded.forward import KVBuffer, decode_step, prefill
     from pcbench.backends.embedded.sampler import left_pad, unique_rows
 
