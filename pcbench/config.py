@@ -56,6 +56,7 @@ class TrainConfig:
     val_top_p: float = 0.7
     checkpoint_every: int = 10
     threads: int = 0  # torch threads per run (0 = leave torch's default)
+    share_cores: bool = True  # pcbench's products use fewer threads while other processes hold cores
 
 
 @dataclass

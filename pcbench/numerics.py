@@ -52,6 +52,17 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def cpu_vendor() -> str:
+    """/proc/cpuinfo's vendor_id (GenuineIntel, AuthenticAMD, ...), or 'unknown'."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("vendor_id"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
 def blas() -> str:
     """The BLAS torch was built with, e.g. 'MKL 2024.2' (torch.__config__.show()'s line)."""
     import torch

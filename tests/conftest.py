@@ -22,12 +22,21 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # another: `ray`, every test that starts Ray / vLLM (they load both cores and bound themselves with
 # timeouts; the 2-node tests also share their cluster), and `slurm`, the single-node cluster's
 # tests. By node id, because xdist's scheduler sees node ids only; a marked test outside them stops
-# the session at collection, so the lists cannot go stale.
+# the session at collection, so the lists cannot go stale. The rest of tests/verl (configs, dry
+# runs, CPU test doubles) are ordinary file units.
 HEAVY_UNITS = {  # the first match wins
-    "ray": ("tests/verl/", "tests/slurm/test_multinode_", "tests/analysis/test_predict_cli.py::test_verl_probe"),
+    "ray": ("tests/verl/test_cpu_end_to_end.py", "tests/verl/test_embedded_on_verl.py", "tests/verl/test_pretrained.py",
+            "tests/verl/test_real_transferqueue.py", "tests/slurm/test_multinode_",
+            "tests/analysis/test_predict_cli.py::test_verl_probe"),
     "slurm": ("tests/slurm/",),
 }
 MARKS_UNITS = {"verl_cpu": ("ray",), "slurm": ("ray", "slurm")}
+# Session-shared assets (fixtures below) and the units that build them first, on the worker that does
+# not hold the `ray` unit, while that one starts its Ray tests: the `ray` unit's users of an asset run
+# last in it, by when it is built (else they wait on its lock, never build it twice).
+SHARED_ASSETS = {"default_warmstart_cache": "tests/embedded/test_reference.py",
+                 "agreement_checkpoint": "tests/embedded/test_agreement_checkpoint.py"}
+ORDER_ENV = "PCBENCH_TEST_ORDER"  # `reverse`: run the units and tests in the opposite order (order-independence check)
 
 
 def work_unit(nodeid: str) -> str:
@@ -41,10 +50,13 @@ def work_unit(nodeid: str) -> str:
 @pytest.hookimpl(optionalhook=True)  # pytest without xdist: no such hook, and no error
 def pytest_xdist_make_scheduler(config, log):
     """`--dist loadgroup` with pcbench's units (work_unit) instead of xdist_group marks: xdist 3.8
-    renames node ids to group them, which pytest 9 no longer reads (every test became its own unit)."""
+    renames node ids to group them, which pytest 9 no longer reads (every test became its own unit).
+    Units are handed out in collection order (set by pytest_collection_modifyitems), not by size."""
     if config.getvalue("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadScopeScheduling
+
+    config.option.loadscopereorder = False
 
     class Units(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
@@ -55,9 +67,9 @@ def pytest_xdist_make_scheduler(config, log):
 
 def pytest_collection_modifyitems(config, items):
     _check_heavy_units(items)
-    # the `ray` unit's users of the shared default warm start last: by then the other worker has
-    # trained it (tests/embedded/test_reference.py), instead of this one spending ~4 min on it
-    items.sort(key=lambda it: work_unit(it.nodeid) == "ray" and "default_warmstart_cache" in getattr(it, "fixturenames", ()))
+    items.sort(key=_position)
+    if os.environ.get(ORDER_ENV, "").lower() == "reverse":
+        items.reverse()
     try:
         import torch
         has_gpu = torch.cuda.is_available()
@@ -69,6 +81,36 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+def _position(item) -> tuple[int, int]:
+    """Sort key (stable): the `ray` unit first, its users of shared assets last in it; then the units that
+    build the shared assets; then `slurm`; then the rest in collection order. With two workers, one takes
+    the `ray` unit from the start (the longest unit), the other builds the assets and runs the rest."""
+    unit, fixtures = work_unit(item.nodeid), getattr(item, "fixturenames", ())
+    if unit == "ray":
+        return 0, sum(i + 1 for i, name in enumerate(SHARED_ASSETS) if name in fixtures)
+    if unit in SHARED_ASSETS.values():
+        return 1, list(SHARED_ASSETS.values()).index(unit)
+    return (2, 0) if unit == "slurm" else (3, 0)
+
+
+_UNIT_SECONDS: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    """Sum each unit's setup + call + teardown seconds (on the controller under xdist: every worker's reports)."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        unit = work_unit(report.nodeid)
+        _UNIT_SECONDS[unit] = _UNIT_SECONDS.get(unit, 0.0) + float(report.duration)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line of the longest work units: with two workers the `ray` unit is the session's critical path."""
+    if _UNIT_SECONDS:
+        top = sorted(_UNIT_SECONDS.items(), key=lambda kv: -kv[1])[:8]
+        terminalreporter.write_line("work units, seconds: " + ", ".join(f"{u} {s:,.0f}" for u, s in top)
+                                    + f"; all {sum(_UNIT_SECONDS.values()):,.0f}")
 
 
 def _check_heavy_units(items):
@@ -85,15 +127,38 @@ def repo_root() -> Path:
     return REPO
 
 
-@pytest.fixture(scope="session")
-def default_warmstart_cache(tmp_path_factory) -> Path:
-    """One cache folder for the whole session holding the default embedded warm start (trained by the
-    first test that asks for it, ~4 min): the tests of the default numbers and the default probes
-    share it instead of each training it again (issue 29's CI budget). Under xdist the workers share
-    the folder (the session's base temp, fresh per run); the warm start's file lock lets one train
-    it while the other waits."""
+def _shared_folder(tmp_path_factory, name: str) -> Path:
+    """A folder of this test session that every xdist worker sees (the session's base temp, fresh per
+    run): never one an earlier session left behind."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
-        shared = tmp_path_factory.getbasetemp().parent / "default-warmstart"
+        shared = tmp_path_factory.getbasetemp().parent / name
         shared.mkdir(exist_ok=True)
         return shared
-    return tmp_path_factory.mktemp("default-warmstart")
+    return tmp_path_factory.mktemp(name)
+
+
+@pytest.fixture(scope="session")
+def default_warmstart_cache(tmp_path_factory) -> Path:
+    """A cache folder holding the default embedded warm start, trained once per session (~4 min on one
+    thread) by the first test that asks (under xdist the workers share the folder; the warm start's file
+    lock lets one train it while the other waits). The tests of the default numbers, the default probes
+    and the Slurm sweeps of the default model all start from it."""
+    from pcbench.backends.embedded import reference
+
+    cache = _shared_folder(tmp_path_factory, "default-warmstart")
+    reference.warmstart(cache)
+    return cache
+
+
+@pytest.fixture(scope="session")
+def agreement_checkpoint(tmp_path_factory) -> dict:
+    """tests/verl/agreement_checkpoint.py's checkpoint, task and tier files, built once per session
+    (~5 min: its three-stage warm start and the export), under a lock the workers share."""
+    import fcntl
+
+    from tests.verl.agreement_checkpoint import build
+
+    root = _shared_folder(tmp_path_factory, "agreement-checkpoint")
+    with open(root / ".build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return build(root)

@@ -33,14 +33,13 @@ def trainer_available():
         pytest.skip("pcbench/run.py does not exist yet")
 
 
-def test_embedded_sweep_runs_as_job_array(slurm_cluster, trainer_available, tmp_path):
+def test_embedded_sweep_runs_as_job_array(slurm_cluster, trainer_available, default_warmstart_cache, tmp_path):
     results = tmp_path / "results"
-    # the warm-start cache is keyed by model+data config: keep it with the cluster, across sessions
-    cache = slurm_cluster.dir / "pcbench-cache"
+    cache = default_warmstart_cache  # the session's default warm start (tests/conftest.py), trained before the jobs
     cmd = [sys.executable, "-m", "pcbench.run", "-m", "+cluster=debug_ci",
            f"method={','.join(METHODS)}", *TINY, f"paths.results={results}", f"paths.cache={cache}"]
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)  # ~100 s loaded
     assert proc.returncode == 0, f"{' '.join(cmd)}\nstdout:\n{proc.stdout[-4000:]}\nstderr:\n{proc.stderr[-6000:]}"
 
     # one job array of 3 tasks, its submitit logs inside the sweep dir under results/.hydra/
@@ -84,7 +83,8 @@ def _steps(run: Path) -> list[int]:
     return out
 
 
-def test_requeued_trainer_job_resumes_from_its_checkpoint(needs_accounting, trainer_available, tmp_path):
+def test_requeued_trainer_job_resumes_from_its_checkpoint(needs_accounting, trainer_available, default_warmstart_cache,
+                                                          tmp_path):
     """`scontrol requeue` of a running pcbench.run job: submitit reruns it from scratch (no
     checkpoint() on an external requeue), the rerun finds the same run folder (same config ->
     same run_id) and resumes from checkpoint/: every step exactly once, one summary."""
@@ -96,7 +96,7 @@ def test_requeued_trainer_job_resumes_from_its_checkpoint(needs_accounting, trai
     # leave 3.5x margin.
     STEPS = 300
     results = tmp_path / "results"
-    cache = needs_accounting.dir / "pcbench-cache"
+    cache = default_warmstart_cache  # trained before the job: the job's first steps come within seconds
     cmd = [sys.executable, "-m", "pcbench.run", "-m", "+cluster=debug_ci", "method=grpo",
            *[o for o in TINY if not o.startswith(("train.steps", "train.eval_every"))],
            f"train.steps={STEPS}", f"train.eval_every={STEPS // 2}", "train.checkpoint_every=1",
@@ -105,7 +105,7 @@ def test_requeued_trainer_job_resumes_from_its_checkpoint(needs_accounting, trai
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     job_ids: list[str] = []
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 240  # the job's start-up and 2 steps: ~30 s loaded
         run = None
         while time.monotonic() < deadline and proc.poll() is None:
             runs = list(results.glob("embedded/*/metrics.jsonl"))

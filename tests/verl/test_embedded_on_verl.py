@@ -2,14 +2,10 @@
 (`backend=verl model=embedded-verl data=embedded-verl`), and what shows both backends compute the
 same policy from it (docs/verl.md#backend-agreement).
 
-The checkpoint is the embedded default model (hidden 128, head_dim 32) warm-started in three stages
-so that each tier lands where the test needs it whatever the floats: SFT until add33 passes at 15%,
-1,000 consolidation steps on add11-add32 (add22 and add32 mostly solved: too-easy pilots, p = 1
-prompts evicted at the epoch end), and a top-up back to add33 at 15% (kept when 1-6 of 8 pilots
-pass, deferred when none does). Measured 2026-12-06: 980 SFT + 1,000 + 54 top-up steps, add22 0.91,
-add32 0.96, add33 0.20; the pool 18% p = 1, 12% p = 0. The earlier checkpoint (a stop at add22 90%)
-left add33 wherever it was then: ~8% on the AMD reference with torch's products, 0.81 on an Intel
-Xeon and 0.84 with pcbench's own products, where most pilots were too easy and the pool drained.
+The checkpoint and task: tests/verl/agreement_checkpoint.py (built once per session, before this
+unit needs it, on the other worker). The earlier checkpoint (a stop at add22 90%) left add33
+wherever it was then: ~8% on the AMD reference with torch's products, 0.81 on an Intel Xeon and
+0.84 with pcbench's own products, where most pilots were too easy and the pool drained.
 Every launch is bounded (the entry's watchdog and a hard timeout here) and its whole
 process tree is killed afterwards. Needs vLLM's CPU build.
 """
@@ -21,41 +17,22 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from omegaconf import OmegaConf
 
+from tests.verl.agreement_checkpoint import EMBEDDED
 from tests.verl.launching import launch
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.verl_cpu, pytest.mark.slow,
               pytest.mark.skipif(importlib.util.find_spec("vllm") is None,
                                  reason="needs vLLM's CPU build: pip install -e '.[test,verl-cpu]' (README)")]
-TIMEOUT_S = 900
-# the checkpoint (three stages, above) and the task: a 60-prompt pool of add22 / add32 / add33 (5 rounds of
-# 12 candidates per epoch, a round or more per step: an epoch ends within 6 steps; a smaller pool left too
-# few prompts after the evictions to fill a batch) and 96 validation problems
-EMBEDDED = ["model.warmstart.stop_tier=add33", "model.warmstart.stop_pass_rate=0.15", "data.tiers.add44=0.0",
-            "model.warmstart.stop_measure=sampled", "model.warmstart.probe_prompts=64", "model.warmstart.check_every=20",
-            "model/warmstart=stop_only", "model.warmstart.consolidate.steps=1000",
-            "+data.tiers.add32=0.3", "data.train_size=60", "data.val_size=96", "data.val_samples=1"]
+TIMEOUT_S = 900  # a launch: 265 s measured for the Pilot-Commit run beside the other worker (3.4x)
 
 
 @pytest.fixture(scope="module")
-def assets(tmp_path_factory):
+def assets(agreement_checkpoint):
     """The exported warm start, the task's parquet, and one parquet per tier of its validation
-    problems, each repeated to >= 2,000 samples (the pass-rate comparison)."""
-    from pcbench.backends.embedded.task import SyntheticTask
-    from pcbench.backends.verl.agreement import tier_repeats, write_tier_files
-    from pcbench.backends.verl.from_embedded import compose_embedded, make_data, make_model
-
-    root = tmp_path_factory.mktemp("embedded-verl")
-    cfg = OmegaConf.create({"paths": {"cache": str(root / "cache")}, "model": {"embedded": EMBEDDED},
-                            "data": {"embedded": EMBEDDED}})
-    make_model(root / "model", cfg)
-    make_data(root / "data", cfg)
-    ecfg = compose_embedded(EMBEDDED, root / "cache")
-    sets = tier_repeats(SyntheticTask.for_run(ecfg).val)
-    tiers = write_tier_files(sets, root / "tiers")
-    return {"root": root, "ecfg": ecfg, "sets": sets, "tier_files": tiers}
+    problems (tests/verl/agreement_checkpoint.py; built once per session, tests/conftest.py)."""
+    return agreement_checkpoint
 
 
 def run_verl(tmp: Path, assets: dict, method: str, *overrides: str) -> list[dict]:

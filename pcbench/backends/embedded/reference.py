@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -76,6 +77,10 @@ def machine() -> int:
     print("numerics: " + " ".join(f"MKL_CBWR={b} {fp}" for b, fp in numerics.branch_fingerprints().items())
           + f" on {desc['cpu']} (reference {ref['cpu']}: MKL_CBWR={ref['mkl_cbwr']} {ref['fingerprint']})")
     print(numerics.mismatch(desc) or f"numerics: this machine computes as the reference machine ({ref['fingerprint']})")
+    same = desc["fingerprint"] == ref["fingerprint"]
+    print(f"machine: {numerics.cpu_vendor()} {desc['cpu']}, {os.cpu_count()} CPUs, ATen {desc['capability']}; "
+          f"numerics fingerprint {desc['fingerprint']} ({'matches' if same else 'differs from'} the reference "
+          f"{ref['fingerprint']})")
     return 0
 
 
