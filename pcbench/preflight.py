@@ -7,7 +7,7 @@
 Composes the config exactly as `python -m pcbench.run` would (same overrides, --config-dir,
 --config-name) and prints one line per check: `ok`, `FAIL` with the fix, `GPU` (needs a GPU
 node: this machine cannot tell) or `skip` (does not apply to this run). The checks
-(pcbench/preflight_checks.py): the config's own rules; the GPUs and CUDA build torch sees;
+(pcbench/preflight_checks.py, pcbench/preflight_files.py): the config's own rules; the GPUs and CUDA build torch sees;
 vLLM / flash-attention / verl / torch against the versions the verl path targets (TARGETS);
 NCCL; Slurm (sinfo reachable, the partition, account and QOS the launcher sets); the data files
 (present, verl's columns, rows) or, for your own data, the source file they are made from; the
@@ -109,6 +109,7 @@ def dry_run(argv: list[str], out=print) -> list[list[str]]:
 
 def run_checks(cfg: DictConfig) -> list[Check]:
     from pcbench import preflight_checks as pc
+    from pcbench import preflight_files as pf
 
     try:
         check_config(cfg)
@@ -116,7 +117,8 @@ def run_checks(cfg: DictConfig) -> list[Check]:
         return [Check("config", "FAIL", str(e))]
     checks = [Check("config", "ok", f"composes and passes every rule (backend={cfg.backend.name} "
                                     f"model={cfg.model.name} data={cfg.data.name} method={cfg.method.name})")]
-    return checks + [c for check in pc.ALL for c in check(cfg)]
+    every = (pc.gpus, pc.versions, pc.nccl, pc.slurm, pf.data, pf.model, pf.reward, pf.disk, pf.memory)
+    return checks + [c for check in every for c in check(cfg)]
 
 
 def verdict(checks: list[Check]) -> tuple[int, str]:

@@ -159,6 +159,17 @@ def score(name: str, response: str, ground_truth: str, extra_info: Mapping[str, 
     return reply
 
 
+def try_once(name: str, response: str = "\\boxed{1}", ground_truth: str = "1") -> str | None:
+    """The error of one guarded call of reward `name` on a sample (the preflight's check), None if it answers."""
+    if name == BUILTIN and target(name) == FALLBACK[BUILTIN]:
+        return None  # pcbench's own, tested in tests/reward
+    from .procguard import default_guard
+
+    request = {"name": name, "response": response, "ground_truth": ground_truth, "extra_info": {}, "timeout_s": 5.0}
+    reply = default_guard().call(request, 5.0)
+    return "no answer within 5 s" if reply is None else (reply.get("error") or None)
+
+
 def _jsonable(info: dict) -> dict:
     """extra_info as JSON for the worker (numpy scalars from parquet become plain numbers)."""
     import json
