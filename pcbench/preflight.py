@@ -67,6 +67,7 @@ def jobs_of(argv: list[str]) -> list[list[str]]:
     """Every job's overrides (a -m sweep and its sweep file's params expanded), as pcbench.run launches them."""
     from hydra import compose, initialize_config_dir
 
+    register_configs()  # a sweep file composes on pcbench's schema
     args = hydra_args(argv)
     where = composition(user_dirs(args), args.config_name or "config")
     if where is None or not args.multirun:

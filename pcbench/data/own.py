@@ -11,8 +11,8 @@ pcbench/reward/registry.py). Validation is `data.val_source` (same columns), or,
 
 Checked before anything is written, each failure one line naming the file, the column and
 the fix (DataFileError; `prepare` exits 2): the file exists and reads, the columns exist, rows
-remain, and answers are usable: empty answers, and under the `math` reward answers it cannot
-match even as their own boxed copy, are dropped and counted; more than half dropped means the
+remain, and answers are usable: empty answers, and under the `math` reward prose, answers over
+100 characters and answers it cannot match even as their own boxed copy, are dropped and counted; more than half dropped means the
 column is wrong, and that fails.
 """
 
@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -112,15 +113,24 @@ def _text(value: Any) -> str:
     return str(value).strip()
 
 
+# three words of prose in a row (not LaTeX commands such as \\cdot): a sentence, not a final answer
+PROSE = re.compile(r"(?:(?<![\\A-Za-z])[A-Za-z]{2,}\s+){2,}(?<![\\A-Za-z])[A-Za-z]{2,}")
+MAX_ANSWER = 100  # DeepMath's "filtered" rule too: longer gold answers are explanations
+
+
 def usable(answer: str, reward: str) -> bool:
-    """Can the reward ever say yes to this answer? For `math`: its own boxed copy is right."""
+    """Can the reward ever say yes to this answer? For `math`: a short, non-prose answer whose
+    own boxed copy it scores right; another reward's answer format is its own business."""
     if not answer:
         return False
     if reward != "math":
-        return True  # another reward's answer format is its own business
+        return True
+    if len(answer) > MAX_ANSWER or PROSE.search(answer.replace("\\text", "")):
+        return False
     from pcbench.reward.math_reward import compute_score
 
-    return compute_score(f"\\boxed{{{answer}}}", answer, timeout_s=1.0).acc
+    result = compute_score(f"\\boxed{{{answer}}}", answer, timeout_s=1.0)
+    return result.acc and not result.parse_failed
 
 
 def clean(pairs: list[tuple[str, str]], reward: str, path: str, answer_key: str) -> tuple[list, Report]:
@@ -139,7 +149,7 @@ def clean(pairs: list[tuple[str, str]], reward: str, path: str, answer_key: str)
     report = Report(len(pairs), len(kept), empty, bad, dup)
     if not kept or empty + bad > len(pairs) / 2:
         raise DataFileError(f"{path}: {empty + bad} of {len(pairs)} answers are empty or unverifiable by reward "
-                            f"{reward!r} (column {answer_key}); point {answer_key} at the final-answer column "
+                            f"{reward!r} ({answer_key}); point data.answer at the final-answer column "
                             f"(or a data.transform that extracts it)")
     return kept, report
 
@@ -161,7 +171,7 @@ def frames(data) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
     """(train rows, validation rows, report lines) in verl's schema; raises before anything is written."""
     reward = str(data.get("reward") or "math")
     source = str(data.source)
-    answer_key = "data.transform" if data.get("transform") else "data.answer"
+    answer_key = f"data.transform={data.transform}" if data.get("transform") else f"data.answer={data.answer}"
     train, report = clean(raw_pairs(read_table(source), data, source), reward, source, answer_key)
     lines = [report.line(source)]
     if data.get("val_source"):
