@@ -5,11 +5,12 @@ The test writes what a user would: a .jsonl of sums with its own column names, a
 the `pcbench.rewards` entry-point group. Then one command, as a user types it:
 
     python -m pcbench.run backend=verl model=tiny-verl data=own data.source=sums.jsonl \
-        data.question=q data.answer=a data.reward=seven method=grpo ...
+        data.question=q data.answer=a data.reward=even method=grpo ...
 
 must prepare the file (data.make), train one step and validate, and the reward must be the one
-scoring the rollouts: it calls a response right iff the row's answer is "7" (whatever the model
-says), so val/acc equals the share of validation rows whose answer is 7, exactly, and every call
+scoring the rollouts: it calls a response right iff the row's answer is even (whatever the model
+says), so val/acc equals the share of validation rows with an even answer, exactly (math would give
+the model's ~20%), and every call
 ran in the process guard's worker (`python -c`), never in verl's reward worker itself.
 
 One bounded launch (~2-3 min of start-up on 2 cores); its process tree is killed afterwards.
@@ -37,7 +38,7 @@ import os, sys
 def score(response, ground_truth, extra_info):
     with open(os.environ["OWN_REWARD_LOG"], "a") as log:
         log.write(f"{sys.argv[0]}\\t{ground_truth}\\t{extra_info.get('split')}\\n")
-    return {"acc": ground_truth == "7", "pred": response[-8:]}
+    return {"acc": int(ground_truth) % 2 == 0, "pred": response[-8:]}
 '''
 
 
@@ -48,7 +49,7 @@ def own_package(site: Path) -> None:
     info = site / "own_reward_pkg-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: own-reward-pkg\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[pcbench.rewards]\nseven = own_reward_pkg:score\n")
+    (info / "entry_points.txt").write_text("[pcbench.rewards]\neven = own_reward_pkg:score\n")
 
 
 def own_file(path: Path) -> None:
@@ -62,7 +63,7 @@ def test_own_jsonl_and_entry_point_reward_train_one_step_on_verl(tmp_path):
     own_file(data)
     env = {**__import__("os").environ, "PYTHONPATH": f"{site}:{REPO}", "OWN_REWARD_LOG": str(reward_log)}
     cmd = [sys.executable, "-m", "pcbench.run", "backend=verl", "model=tiny-verl", "data=own",
-           f"data.source={data}", "data.question=q", "data.answer=a", "data.reward=seven", "data.val_size=16",
+           f"data.source={data}", "data.question=q", "data.answer=a", "data.reward=even", "data.val_size=16",
            "method=grpo", "train.steps=1", "train.eval_every=1", "train.checkpoint_every=100",
            "backend.platform=cpu", "backend.watchdog_s=420", f"paths.results={tmp_path}/results",
            f"paths.cache={tmp_path}/cache", f"hydra.run.dir={tmp_path}/hydra"]
@@ -72,15 +73,16 @@ def test_own_jsonl_and_entry_point_reward_train_one_step_on_verl(tmp_path):
     val = pd.read_parquet(root / "val.parquet")
     train = pd.read_parquet(root / "train.parquet")
     assert (len(train), len(val)) == (84, 16)
-    assert {info["reward"] for info in val["extra_info"]} == {"seven"}
-    sevens = sum(rm["ground_truth"] == "7" for rm in val["reward_model"])
+    assert {info["reward"] for info in val["extra_info"]} == {"even"}
+    evens = sum(int(rm["ground_truth"]) % 2 == 0 for rm in val["reward_model"])
+    assert 0 < evens < len(val)  # the hold-out has both, so val/acc below tells this reward from others
     [run] = [p for p in (tmp_path / "results" / "verl").iterdir() if p.is_dir()]
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [0, 1], log.read_text()[-4000:]
-    for r in rows:  # validation: one sample per row, right iff the row's answer is 7
-        assert r["val/acc"] == pytest.approx(sevens / len(val)), r
+    for r in rows:  # validation: one sample per row, right iff the row's answer is even
+        assert r["val/acc"] == pytest.approx(evens / len(val)), r
     calls = [line.split("\t") for line in reward_log.read_text().splitlines()]
     golds = {str(a + b) for a in range(10) for b in range(10)}
     assert calls and {argv0 for argv0, _, _ in calls} == {"-c"}  # the guard's worker: python -c <boot>
     assert {gold for _, gold, _ in calls} <= golds and {split for _, _, split in calls} == {"train", "test"}
-    print(f"own data + reward: {len(calls)} reward calls; val/acc {rows[-1]['val/acc']} = {sevens}/{len(val)}")
+    print(f"own data + reward: {len(calls)} reward calls; val/acc {rows[-1]['val/acc']} = {evens}/{len(val)}")
