@@ -85,6 +85,13 @@ def head_args(argv: list[str]) -> list[str]:
            ([f"--config-name={args.config_name}"] if args.config_name else [])
 
 
+def launch_args(argv: list[str]) -> list[str]:
+    """head_args plus the hydra.* / hydra/... overrides (the launcher): what every job shares but
+    sweep_jobs leaves out of each job's own overrides."""
+    launch = [o for o in hydra_args(argv).overrides if o.lstrip("~+").startswith(("hydra.", "hydra/"))]
+    return head_args(argv) + launch
+
+
 def job_line(cfg: DictConfig, argv: list[str], job: list[str]) -> str:
     """One job as the launcher would submit it: shape, time, where, command."""
     launcher = cfg.hydra.launcher
@@ -103,7 +110,7 @@ def dry_run(argv: list[str], out=print) -> list[list[str]]:
     jobs = jobs_of(argv)
     out(f"# pcbench preflight --dry-run: {len(jobs)} job(s) this command would submit (nothing submitted)")
     for i, job in enumerate(jobs):
-        cfg = compose_args(head_args(argv), job)
+        cfg = compose_args(launch_args(argv), job)
         out(f"job {i}: {job_line(cfg, argv, job)}")
     return jobs
 
@@ -139,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = [a for a in argv if a != "--dry-run"]
     try:
         jobs = dry_run(argv) if dry else jobs_of(argv)
-        cfg = compose_args(head_args(argv), jobs[0] if jobs else [])
+        cfg = compose_args(launch_args(argv), jobs[0] if jobs else [])
     except ConfigError as e:
         print(f"pcbench: config error: {e}", file=sys.stderr)
         return 2

@@ -243,3 +243,19 @@ def test_dry_run_prints_each_job_and_submits_nothing(tmp_path, monkeypatch):
                                 f"--config-name=qwen3_8b_polaris method={method} seed=0")
     assert out.returncode == 1  # then the first job's checks: this is no GPU node
     assert not (tmp_path / "sbatch_calls").exists()  # sbatch was on PATH and never called
+
+
+def test_dry_run_of_a_command_line_sweep_keeps_its_launcher(monkeypatch):
+    from pcbench.preflight import dry_run
+
+    monkeypatch.setenv("PCBENCH_SLURM_PARTITION", "gpu")
+    lines: list[str] = []
+    jobs = dry_run(["-m", *QWEN[:2], "model.nnodes=1", "method=grpo,pilot_commit", "hydra/launcher=slurm_verl"],
+                   out=lines.append)
+    assert jobs == [[*QWEN[:2], "model.nnodes=1", "method=grpo"], [*QWEN[:2], "model.nnodes=1", "method=pilot_commit"]]
+    assert lines[1] == ("job 0: slurm job: nodes=1 gpus_per_node=8 timeout_min=1440 requeues=20 partition=gpu "
+                        "account=None qos=None: python -m pcbench.run backend=verl model=qwen2.5-math-1.5b "
+                        "model.nnodes=1 method=grpo")
+    local: list[str] = []
+    dry_run(["-m", "method=grpo,dapo"], out=local.append)
+    assert local[1] == "job 0: local (hydra/launcher=BasicLauncher, nothing submitted): python -m pcbench.run method=grpo"
