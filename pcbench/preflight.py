@@ -22,28 +22,13 @@ from __future__ import annotations
 
 import shlex
 import sys
-from dataclasses import dataclass
-
 from omegaconf import DictConfig
 
+from pcbench import preflight_checks as pc
+from pcbench import preflight_files as pf
 from pcbench.config import ConfigError, check_config, register_configs
+from pcbench.preflight_checks import TARGETS, Check  # noqa: F401  (TARGETS: re-exported for tests and docs)
 from pcbench.precheck import composition, hydra_args, one_line, sweep_file_params, sweep_jobs, user_dirs
-
-# The versions the verl path targets on a GPU node: verl 0.9.1's own `vllm` / `fsdp` extras
-# (its package metadata: vllm==0.24.0, torch==2.11.0, flash-attn==2.8.3); pyproject's [gpu] extra.
-TARGETS = {"verl": "0.9.1", "vllm": "0.24.0", "torch": "2.11.0", "flash-attn": "2.8.3"}
-MARK = {"ok": "ok  ", "FAIL": "FAIL", "GPU": "GPU ", "skip": "skip"}
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    state: str  # ok | FAIL | GPU (needs a GPU node) | skip
-    text: str
-
-    def line(self) -> str:
-        return f"{MARK[self.state]}  {self.name}: {self.text}"
-
 
 def compose_args(argv: list[str], overrides: list[str] = ()) -> DictConfig:
     """The config `python -m pcbench.run <argv>` composes (hydra node included); ConfigError, one line."""
@@ -116,9 +101,6 @@ def dry_run(argv: list[str], out=print) -> list[list[str]]:
 
 
 def run_checks(cfg: DictConfig) -> list[Check]:
-    from pcbench import preflight_checks as pc
-    from pcbench import preflight_files as pf
-
     try:
         check_config(cfg)
     except ConfigError as e:

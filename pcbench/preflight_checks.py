@@ -1,4 +1,5 @@
-"""The checks of `python -m pcbench.preflight` (pcbench/preflight.py), one function each.
+"""The checks of `python -m pcbench.preflight` (pcbench/preflight.py), one function each: the
+machine's GPUs, versions, NCCL and Slurm here; what the run reads and writes in preflight_files.py.
 
 Each takes the composed config and returns Check lines: ok, FAIL with the fix, GPU (needs a GPU
 node; said plainly on a CPU machine instead of guessing) or skip (does not apply to this run).
@@ -11,11 +12,25 @@ import os
 import re
 import shutil
 import subprocess
-from pathlib import Path
+from dataclasses import dataclass
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
-from pcbench.preflight import TARGETS, Check
+# The versions the verl path targets on a GPU node: verl 0.9.1's own `vllm` / `fsdp` extras
+# (its package metadata: vllm==0.24.0, torch==2.11.0, flash-attn==2.8.3); pyproject's [gpu] extra.
+TARGETS = {"verl": "0.9.1", "vllm": "0.24.0", "torch": "2.11.0", "flash-attn": "2.8.3"}
+MARK = {"ok": "ok  ", "FAIL": "FAIL", "GPU": "GPU ", "skip": "skip"}
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    state: str  # ok | FAIL | GPU (needs a GPU node) | skip
+    text: str
+
+    def line(self) -> str:
+        return f"{MARK[self.state]}  {self.name}: {self.text}"
+
 
 VERL_COLUMNS = ("data_source", "prompt", "ability", "reward_model", "extra_info")  # pcbench.data.prepare writes these
 CKPT_BYTES_PER_PARAM = 16  # an estimate: verl's FSDP checkpoint holds weights + fp32 Adam moments + master copy

@@ -10,8 +10,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from pcbench.preflight import Check
-from pcbench.preflight_checks import CKPT_BYTES_PER_PARAM, VERL_COLUMNS, cuda, is_verl, needs_gpu, no_cuda_text, \
+from pcbench.preflight_checks import CKPT_BYTES_PER_PARAM, Check, VERL_COLUMNS, cuda, is_verl, needs_gpu, no_cuda_text, \
     no_gpu_why
 
 GB = 1e9
@@ -115,13 +114,13 @@ def hub_model(repo: str) -> Check:
 def reward(cfg: DictConfig) -> list[Check]:
     if not is_verl(cfg):
         return [Check("reward", "skip", "the embedded backend scores with the built-in math reward")]
-    from pcbench.reward import registry
+    from pcbench.reward import named, registry
 
     name = str(cfg.data.get("reward") or registry.BUILTIN)
     problem = registry.problem(name)
     if problem:
         return [Check("reward", "FAIL", f"data.reward={name}: {problem}")]
-    error = registry.try_once(name)
+    error = named.try_once(name)
     if error:
         return [Check("reward", "FAIL", f"data.reward={name} ({registry.target(name)}) fails on a sample: {error}; "
                                         f"fix the function (docs/own-data.md)")]

@@ -29,7 +29,7 @@ from typing import Any, Callable
 import pandas as pd
 
 from pcbench.data.files import MissingDataError
-from pcbench.data.prepare import to_verl_rows
+from pcbench.data.rows import to_verl_rows
 from pcbench.data.specs import DatasetSpec
 
 READABLE = (".parquet", ".jsonl", ".json", ".csv")

@@ -33,7 +33,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from pcbench.data.specs import PROMPT_TEMPLATE, SPECS, DatasetSpec, get_spec
+from pcbench.data.rows import chat_prompt, to_verl_rows  # noqa: F401  (chat_prompt: re-exported)
+from pcbench.data.specs import SPECS, DatasetSpec, get_spec
 
 
 def load_frame(spec: DatasetSpec, source: str | None = None) -> pd.DataFrame:
@@ -92,29 +93,6 @@ def question_answer_pairs(spec: DatasetSpec, frame: pd.DataFrame) -> list[tuple[
         seen.add(question)
         out.append((question, answer))
     return out
-
-
-def chat_prompt(spec: DatasetSpec, question: str) -> list[dict]:
-    """The prompt's turns: each worked example of the spec (user asks, assistant answers), then the question."""
-    turns = []
-    for q, a in spec.shots:
-        turns += [{"role": "user", "content": PROMPT_TEMPLATE.format(question=q)}, {"role": "assistant", "content": a}]
-    return turns + [{"role": "user", "content": PROMPT_TEMPLATE.format(question=question)}]
-
-
-def to_verl_rows(spec: DatasetSpec, pairs: list[tuple[str, str]]) -> pd.DataFrame:
-    split = "train" if spec.role == "train" else "test"
-    rows = []
-    for r in range(spec.repeat):
-        for i, (question, answer) in enumerate(pairs):
-            rows.append({
-                "data_source": spec.name,
-                "prompt": chat_prompt(spec, question),
-                "ability": "math",
-                "reward_model": {"style": "rule", "ground_truth": answer},
-                "extra_info": {"index": i, "split": split, "repeat": r},
-            })
-    return pd.DataFrame(rows)
 
 
 def prepare(name: str, out_dir: str | Path, source: str | None = None) -> Path:

@@ -1,5 +1,8 @@
 """Rewards by name: what scores a rollout is chosen per data set (`data.reward`), with no fork.
 
+This module finds and runs a reward by name (in the guard's worker: `run_in_worker`);
+pcbench/reward/named.py is the caller's side (`score`: math in-process, the rest in the guard).
+
 A reward is one function (the signature verl's custom rewards have, less `data_source`):
 
     def score(response: str, ground_truth: str, extra_info: dict) -> bool | dict
@@ -30,8 +33,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import sys
-import threading
 from typing import Any, Callable, Mapping
 
 GROUP = "pcbench.rewards"
@@ -106,7 +107,7 @@ def as_result(value: Any) -> dict[str, Any]:
     return {"score": score, "acc": acc, "pred": "" if pred is None else str(pred)}
 
 
-def _wrong(error: str = "") -> dict[str, Any]:
+def wrong(error: str = "") -> dict[str, Any]:
     return {"score": -1.0, "acc": False, "pred": "", "error": error}
 
 
@@ -120,58 +121,6 @@ def run_in_worker(name: str, response: str, ground_truth: str, extra_info: dict,
             value = fn(response, ground_truth, extra_info)
         return {**as_result(value), "error": ""}
     except Deadline:
-        return _wrong(f"took longer than timeout_s={timeout_s:g} s")
+        return wrong(f"took longer than timeout_s={timeout_s:g} s")
     except Exception as e:  # noqa: BLE001  (the user's code: scored wrong, reported by the caller)
-        return _wrong(f"{type(e).__name__}: {(str(e).splitlines() or [''])[0]}")
-
-
-_reported: set[str] = set()
-_reported_lock = threading.Lock()
-
-
-def _report_once(name: str, error: str) -> None:
-    """A failing reward says so on stderr once per message, not once per rollout."""
-    with _reported_lock:
-        if (name, error) in _reported:
-            return
-        _reported.add((name, error))
-    print(f"pcbench: reward {name!r}: {error}; the rollout scores wrong (acc=False)", file=sys.stderr, flush=True)
-
-
-def score(name: str, response: str, ground_truth: str, extra_info: Mapping[str, Any] | None = None,
-          *, timeout_s: float = 1.0, guard=None) -> dict[str, Any]:
-    """{"score", "acc", "pred"} of reward `name` on one response (the module docstring's bounds)."""
-    info = dict(extra_info) if isinstance(extra_info, Mapping) else {}
-    if name == BUILTIN and target(name) == FALLBACK[BUILTIN]:
-        from .math_reward import score_math  # in-process: it guards its own math-verify stage
-
-        return score_math(response, ground_truth, info, timeout_s=timeout_s)
-    from .procguard import default_guard
-
-    request = {"name": name, "response": str(response), "ground_truth": str(ground_truth),
-               "extra_info": _jsonable(info), "timeout_s": float(timeout_s)}
-    reply = (guard or default_guard()).call(request, timeout_s)
-    if reply is None:
-        reply = _wrong(f"gave no answer within timeout_s={timeout_s:g} s + the guard's grace (worker killed)")
-    error = reply.pop("error", "")
-    if error:
-        _report_once(name, error)
-    return reply
-
-
-def try_once(name: str, response: str = "\\boxed{1}", ground_truth: str = "1") -> str | None:
-    """The error of one guarded call of reward `name` on a sample (the preflight's check), None if it answers."""
-    if name == BUILTIN and target(name) == FALLBACK[BUILTIN]:
-        return None  # pcbench's own, tested in tests/reward
-    from .procguard import default_guard
-
-    request = {"name": name, "response": response, "ground_truth": ground_truth, "extra_info": {}, "timeout_s": 5.0}
-    reply = default_guard().call(request, 5.0)
-    return "no answer within 5 s" if reply is None else (reply.get("error") or None)
-
-
-def _jsonable(info: dict) -> dict:
-    """extra_info as JSON for the worker (numpy scalars from parquet become plain numbers)."""
-    import json
-
-    return json.loads(json.dumps(info, default=lambda v: v.item() if hasattr(v, "item") else str(v)))
+        return wrong(f"{type(e).__name__}: {(str(e).splitlines() or [''])[0]}")

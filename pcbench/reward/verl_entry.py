@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from pcbench.reward import registry
+from pcbench.reward import named, registry
 
 _PENALTY_KEYS = ("max_response_length", "overlong_buffer_len", "overlong_penalty_factor")
 
@@ -83,6 +83,6 @@ def verl_compute_score(
     """
     info = extra_info if isinstance(extra_info, Mapping) else {}
     name = str(info.get("reward") or kwargs.get("reward") or registry.BUILTIN)
-    result = registry.score(name, solution_str, ground_truth, info, timeout_s=float(kwargs.get("timeout_s", 1.0)))
+    result = named.score(name, solution_str, ground_truth, info, timeout_s=float(kwargs.get("timeout_s", 1.0)))
     score = result["score"] + _penalty_from(info, kwargs)
     return {"score": float(score), "acc": bool(result["acc"]), "pred": result["pred"] or ""}

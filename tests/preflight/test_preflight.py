@@ -192,11 +192,15 @@ def test_free_disk_for_the_checkpoints(monkeypatch, tmp_path):
 
 
 def test_a_reward_that_fails_on_a_sample(tmp_path, monkeypatch):
+    from pcbench.reward import procguard
+
+    monkeypatch.setattr(procguard, "_default", None)  # a new guard: its workers get this sys.path
     (tmp_path / "brokenreward.py").write_text("def score(r, g, e):\n    return {'score': 1}\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     cfg = compose_args(["backend=verl", "model=tiny-verl", "data=own", "data.reward=brokenreward:score"])
     [(state, text)] = states(pf.reward(cfg), "reward")
     assert state == "FAIL" and "returned a dict without 'acc'" in text
+    procguard._default.shutdown()
 
 
 def test_verdict_needs_every_check_ok():

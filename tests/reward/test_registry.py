@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pcbench.reward import registry, verl_compute_score
+from pcbench.reward import named, registry, verl_compute_score
 from pcbench.reward.procguard import ProcessGuard
 
 REPO = Path(__file__).resolve().parents[2]
@@ -56,6 +56,18 @@ def site(tmp_path_factory):
     registry.load.cache_clear()
 
 
+@pytest.fixture
+def fresh_default_guard(monkeypatch):
+    """The process-wide guard started anew, so its workers get this test's sys.path (a guard's
+    workers copy the parent's import path when they start, as in a run)."""
+    from pcbench.reward import procguard
+
+    monkeypatch.setattr(procguard, "_default", None)
+    yield
+    if procguard._default is not None:
+        procguard._default.shutdown()
+
+
 @pytest.fixture(scope="module")
 def guard():
     g = ProcessGuard(max_workers=1, grace_s=0.5)
@@ -66,16 +78,16 @@ def guard():
 def test_the_math_verifier_is_a_named_reward_and_scores_as_before():
     assert registry.target("math") == "pcbench.reward.math_reward:score_math"
     assert "math" in registry.known()
-    assert registry.score("math", "so \\boxed{\\frac{1}{2}}", "0.5") == {"score": 1.0, "acc": True, "pred": "\\frac{1}{2}"}
-    assert registry.score("math", "no box: 0.5", "0.5")["acc"] is False
+    assert named.score("math", "so \\boxed{\\frac{1}{2}}", "0.5") == {"score": 1.0, "acc": True, "pred": "\\frac{1}{2}"}
+    assert named.score("math", "no box: 0.5", "0.5")["acc"] is False
 
 
 def test_an_entry_point_reward_runs_in_the_guard_worker(site, guard):
     assert registry.known()["exact"] == "myrewards:exact"
-    right = registry.score("exact", "the answer is 42", "42", {"index": 3}, guard=guard)
+    right = named.score("exact", "the answer is 42", "42", {"index": 3}, guard=guard)
     assert right == {"score": 1.0, "acc": True, "pred": ""}  # a bool gets the +1 / -1 score
-    assert registry.score("exact", "the answer is 41", "42", guard=guard)["acc"] is False
-    graded = registry.score("myrewards:graded", "x 42", "42", guard=guard)  # module:function works too
+    assert named.score("exact", "the answer is 41", "42", guard=guard)["acc"] is False
+    graded = named.score("myrewards:graded", "x 42", "42", guard=guard)  # module:function works too
     assert graded == {"score": 0.5, "acc": True, "pred": "-c"}  # pred = the worker's argv[0]: `python -c <boot>`
 
 
@@ -83,17 +95,17 @@ def test_a_reward_that_hangs_or_fails_scores_wrong_within_its_bound(site, guard,
     guard.call({"name": "exact", "response": "", "ground_truth": "", "extra_info": {}, "timeout_s": 1.0}, 60)  # warm
     for name in ("myrewards:spins", "myrewards:sleeps_in_c"):
         start = time.monotonic()
-        assert registry.score(name, "1", "1", timeout_s=0.3, guard=guard) == {"score": -1.0, "acc": False, "pred": ""}
+        assert named.score(name, "1", "1", timeout_s=0.3, guard=guard) == {"score": -1.0, "acc": False, "pred": ""}
         assert time.monotonic() - start < 0.3 + guard.grace_s + 1.0
     for name, why in (("myrewards:no_acc", "returned a dict without 'acc'"), ("myrewards:raises", "KeyError: 'label'")):
-        assert registry.score(name, "1", "1", guard=guard)["acc"] is False
+        assert named.score(name, "1", "1", guard=guard)["acc"] is False
         assert why in capsys.readouterr().err
-    registry.score("myrewards:raises", "1", "1", guard=guard)
+    named.score("myrewards:raises", "1", "1", guard=guard)
     assert capsys.readouterr().err == ""  # reported once, not once per rollout
-    assert registry.score("exact", "is 5", "5", guard=guard)["acc"] is True  # the guard still serves
+    assert named.score("exact", "is 5", "5", guard=guard)["acc"] is True  # the guard still serves
 
 
-def test_verl_entry_scores_a_row_with_the_reward_it_names(site):
+def test_verl_entry_scores_a_row_with_the_reward_it_names(site, fresh_default_guard):
     row = {"index": 0, "split": "train", "reward": "exact"}
     assert verl_compute_score("own", "it is 12", "12", row) == {"score": 1.0, "acc": True, "pred": ""}
     assert verl_compute_score("own", "it is \\boxed{12}", "12", row)["acc"] is False  # exact, not math
