@@ -22,6 +22,7 @@ from typing import Any, Callable
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from pcbench.errors import ConfigError  # not pcbench.config: config imports this module
+from pcbench.reward.registry import problem as reward_problem
 
 _ABSENT = object()
 
@@ -299,12 +300,6 @@ def _module_function(v, c) -> bool:  # a `make:` builder: null, or module:functi
     return v is None or (isinstance(v, str) and ":" in v)
 
 
-def _reward_problem(name) -> str | None:
-    from pcbench.reward.registry import problem  # imports only the reward's own module, if any
-
-    return problem(name)
-
-
 def _overrides(v) -> bool:
     return isinstance(v, ListConfig) and all(isinstance(o, str) and "=" in o for o in v)
 
@@ -387,8 +382,8 @@ VERL_RULES = [
     text("data.answer", "the column holding the final answer, e.g. data.answer=answer"),
     Rule("data.transform", _module_function, "null or module:function",
          "a function mapping one raw row (a dict) to (question, answer)"),
-    Rule("data.reward", lambda v, c: _reward_problem(v) is None,
-         lambda c: f"a reward pcbench can load ({_reward_problem(sel(c, 'data.reward'))})"),
+    Rule("data.reward", lambda v, c: reward_problem(v) is None,  # imports the reward's module, nothing more
+         lambda c: f"a reward pcbench can load ({reward_problem(sel(c, 'data.reward'))})"),
     Rule("data.val_source", lambda v, c: v is None or (isinstance(v, str) and v.strip() != ""),
          "null or a file with the same columns", "null holds out data.val_size rows of data.source"),
     int_ge("data.val_size", 1, "rows of data.source held out for validation when data.val_source is null"),
