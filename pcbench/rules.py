@@ -22,6 +22,7 @@ from typing import Any, Callable
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from pcbench.errors import ConfigError  # not pcbench.config: config imports this module
+from pcbench.reward.registry import problem as reward_problem
 
 _ABSENT = object()
 
@@ -376,6 +377,17 @@ VERL_RULES = [
          "the task data=embedded-verl writes, e.g. [data.train_size=500]"),
     Rule("data.make", _module_function, "null or module:function",
          "the function that builds the parquet files in data.root"),
+    # your own data set (conf/data/own.yaml, pcbench/data/own.py); the file itself is read by prepare
+    text("data.source", "your .parquet/.jsonl/.json/.csv file, e.g. data.source=my_math.jsonl"),
+    text("data.question", "the column holding the question, e.g. data.question=problem"),
+    text("data.answer", "the column holding the final answer, e.g. data.answer=answer"),
+    Rule("data.transform", _module_function, "null or module:function",
+         "a function mapping one raw row (a dict) to (question, answer)"),
+    Rule("data.reward", lambda v, c: reward_problem(v) is None,  # imports the reward's module, nothing more
+         lambda c: f"a reward pcbench can load ({reward_problem(sel(c, 'data.reward'))})"),
+    Rule("data.val_source", lambda v, c: v is None or (isinstance(v, str) and v.strip() != ""),
+         "null or a file with the same columns", "null holds out data.val_size rows of data.source"),
+    int_ge("data.val_size", 1, "rows of data.source held out for validation when data.val_source is null"),
 ]
 
 RULES_BY_BACKEND = {"embedded": EMBEDDED_RULES, "verl": VERL_RULES}

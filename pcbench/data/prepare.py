@@ -15,6 +15,12 @@ verl's RLHFDataset and reward loop read:
     reward_model {style: "rule", ground_truth: str}
     extra_info   {index: int, split: str, repeat: int}
 
+Your own file, named by a data config instead of a NAME (conf/data/own.yaml, docs/own-data.md;
+Hydra overrides and --config-dir as `python -m pcbench.run` takes them):
+
+    python -m pcbench.data.prepare data=own data.source=my_math.jsonl data.question=q data.answer=a
+    python -m pcbench.data.prepare --config-dir mine data=mymath
+
 Validation sets marked `repeat` (AIME24/25, AMC23: 32) are written that many times, so one
 sample per row at val_kwargs.n=1 gives the paper's mean over 32 samples.
 """
@@ -27,7 +33,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from pcbench.data.specs import PROMPT_TEMPLATE, SPECS, DatasetSpec, get_spec
+from pcbench.data.rows import chat_prompt, to_verl_rows  # noqa: F401  (chat_prompt: re-exported)
+from pcbench.data.specs import SPECS, DatasetSpec, get_spec
 
 
 def load_frame(spec: DatasetSpec, source: str | None = None) -> pd.DataFrame:
@@ -88,29 +95,6 @@ def question_answer_pairs(spec: DatasetSpec, frame: pd.DataFrame) -> list[tuple[
     return out
 
 
-def chat_prompt(spec: DatasetSpec, question: str) -> list[dict]:
-    """The prompt's turns: each worked example of the spec (user asks, assistant answers), then the question."""
-    turns = []
-    for q, a in spec.shots:
-        turns += [{"role": "user", "content": PROMPT_TEMPLATE.format(question=q)}, {"role": "assistant", "content": a}]
-    return turns + [{"role": "user", "content": PROMPT_TEMPLATE.format(question=question)}]
-
-
-def to_verl_rows(spec: DatasetSpec, pairs: list[tuple[str, str]]) -> pd.DataFrame:
-    split = "train" if spec.role == "train" else "test"
-    rows = []
-    for r in range(spec.repeat):
-        for i, (question, answer) in enumerate(pairs):
-            rows.append({
-                "data_source": spec.name,
-                "prompt": chat_prompt(spec, question),
-                "ability": "math",
-                "reward_model": {"style": "rule", "ground_truth": answer},
-                "extra_info": {"index": i, "split": split, "repeat": r},
-            })
-    return pd.DataFrame(rows)
-
-
 def prepare(name: str, out_dir: str | Path, source: str | None = None) -> Path:
     spec = get_spec(name)
     pairs = question_answer_pairs(spec, load_frame(spec, source))
@@ -124,9 +108,40 @@ def prepare(name: str, out_dir: str | Path, source: str | None = None) -> Path:
     return out
 
 
+def config_mode(argv: list[str]) -> bool:
+    """Overrides (key=value) or a config folder: the data config's own file, not built-in NAMEs."""
+    return any("=" in a or a in ("--config-dir", "-cd", "--config-name", "-cn") for a in argv)
+
+
+def prepare_from_config(argv: list[str]) -> int:
+    """Compose the data config as a run would and write its parquet (pcbench/data/own.py)."""
+    from pcbench.data.own import DataFileError, write
+    from pcbench.errors import ConfigError
+    from pcbench.preflight import compose_args
+    from pcbench.rules import VERL_RULES
+
+    try:
+        cfg = compose_args(argv)
+        if cfg.data.get("source") is None:
+            raise ConfigError(f"data={cfg.data.name} names no data.source file; prepare its sets by name "
+                              f"(python -m pcbench.data.prepare NAME --out DIR) or use data=own data.source=FILE")
+        for rule in VERL_RULES:  # the data config's own keys; the model and backend do not matter here
+            if rule.key.startswith("data."):
+                rule.check(cfg)
+        write(cfg.data)
+    except (ConfigError, DataFileError) as e:
+        print(f"pcbench: {'data' if isinstance(e, DataFileError) else 'config'} error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if config_mode(argv):
+        return prepare_from_config(argv)
     ap = argparse.ArgumentParser(prog="python -m pcbench.data.prepare", description=__doc__.split("\n\n")[0])
-    ap.add_argument("names", nargs="+", metavar="NAME", help=f"one or more of: {', '.join(SPECS)}")
+    ap.add_argument("names", nargs="+", metavar="NAME",
+                    help=f"one or more of: {', '.join(SPECS)} (or data=own data.source=FILE ...: your own file)")
     ap.add_argument("--out", required=True, help="output folder (the data config's data.root)")
     ap.add_argument("--source", help="local file/folder or hub id to read instead of the default (one NAME only)")
     args = ap.parse_args(argv)
@@ -134,7 +149,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--source applies to a single NAME")
     for name in args.names:
         if name not in SPECS:
-            ap.error(f"unknown dataset {name!r}; choose from: {', '.join(SPECS)}")
+            ap.error(f"unknown dataset {name!r}; choose from: {', '.join(SPECS)}; or your own file: "
+                     f"data=own data.source=FILE data.question=COLUMN data.answer=COLUMN")
     for name in args.names:
         path = prepare(name, args.out, args.source)
         print(f"{name}: wrote {path} ({len(pd.read_parquet(path, columns=['data_source']))} rows)")

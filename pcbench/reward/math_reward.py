@@ -154,3 +154,11 @@ def compute_score_batch(
     return [
         compute_score(r, g, timeout_s=timeout_s, stats=stats) for r, g in zip(responses, ground_truths)
     ]
+
+
+def score_math(response: str, ground_truth: str, extra_info: dict | None = None, *,
+               timeout_s: float = 1.0) -> dict:
+    """The `math` reward of the `pcbench.rewards` group (pcbench/reward/registry.py):
+    ``compute_score`` as {"score", "acc", "pred"}."""
+    result = compute_score(response, ground_truth, timeout_s=timeout_s)
+    return {"score": float(result.score), "acc": bool(result.acc), "pred": result.pred or ""}

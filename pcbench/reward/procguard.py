@@ -1,11 +1,13 @@
-"""Run math-verify in worker processes when the caller is not the main thread.
+"""Run math-verify (off the main thread) and every other reward (always) in worker processes.
 
 verl calls the reward function from a thread pool (``loop.run_in_executor``), where
 ``signal`` cannot be used, and a thread cannot be killed. So each call is sent to a
 small pool of persistent worker processes. A worker runs ``verify_in_main_thread`` in its
 own main thread (soft deadline, the normal case); the caller additionally waits at most
 ``timeout_s + grace_s`` for the reply and otherwise kills the worker (hard bound, for C
-code that no signal interrupts) and starts a replacement in the background.
+code that no signal interrupts) and starts a replacement in the background. A reward other
+than the built-in math one (pcbench/reward/registry.py) always runs here, whatever the thread:
+its code is the user's, so only a process that can be killed bounds its time.
 
 Workers are plain ``subprocess`` children speaking JSON lines over stdin/stdout, not
 ``multiprocessing`` ones: spawn/forkserver would re-import the caller's ``__main__`` in
@@ -46,8 +48,14 @@ def worker_main() -> None:
     proto.write('"ready"\n')
     proto.flush()
     for line in sys.stdin:
-        pred, gold, timeout_s = json.loads(line)
-        proto.write(json.dumps(list(verify_in_main_thread(pred, gold, timeout_s))) + "\n")
+        request = json.loads(line)
+        if isinstance(request, dict):  # a named reward's call (registry.guarded_score); a dict, so no
+            from .registry import run_in_worker  # answer text can be mistaken for the request kind
+
+            reply = run_in_worker(**request)
+        else:  # [pred, gold, timeout_s]: the math verifier's math-verify stage
+            reply = list(verify_in_main_thread(*request))
+        proto.write(json.dumps(reply) + "\n")
         proto.flush()
 
 
@@ -148,13 +156,22 @@ class ProcessGuard:
     def verify(self, pred: str, gold: str, timeout_s: float) -> Verdict:
         """Verdict of ``verify_in_main_thread`` run in a worker, bounded by
         ``timeout_s + grace_s`` of wall-clock time once a worker is ready."""
-        request = (json.dumps([pred, gold, timeout_s]) + "\n").encode()
+        reply = self.call([pred, gold, timeout_s], timeout_s)
+        if reply is None:  # stuck past the hard bound, or died mid-call
+            return Verdict(False, True, False)
+        acc, timed_out, parse_failed = reply
+        return Verdict(bool(acc), bool(timed_out), bool(parse_failed))
+
+    def call(self, request: list | dict, timeout_s: float):
+        """The worker's JSON reply to `request`, or None when it did not answer within
+        ``timeout_s + grace_s`` (the worker is then killed and replaced)."""
+        data = (json.dumps(request) + "\n").encode()
         for attempt in range(2):
             worker = self._checkout()
             try:
                 if not worker.wait_ready(self.startup_timeout_s):
                     raise RuntimeError("reward guard worker failed to start (see its stderr)")
-                worker.proc.stdin.write(request)  # type: ignore[union-attr]
+                worker.proc.stdin.write(data)  # type: ignore[union-attr]
                 worker.proc.stdin.flush()  # type: ignore[union-attr]
             except BrokenPipeError:
                 self._replace(worker)  # died while idle (OOM killer, ...): retry once
@@ -165,12 +182,11 @@ class ProcessGuard:
                 self._replace(worker)
                 raise
             line = worker.read_line(timeout_s + self.grace_s)
-            if line is None:  # stuck past the hard bound, or died mid-call
+            if line is None:
                 self._replace(worker)
-                return Verdict(False, True, False)
+                return None
             self._checkin(worker)
-            acc, timed_out, parse_failed = json.loads(line)
-            return Verdict(bool(acc), bool(timed_out), bool(parse_failed))
+            return json.loads(line)
         raise AssertionError("unreachable")
 
     def pids(self) -> list[int]:

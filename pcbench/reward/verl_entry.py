@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from pcbench.reward.math_reward import compute_score
+from pcbench.reward import named, registry
 
 _PENALTY_KEYS = ("max_response_length", "overlong_buffer_len", "overlong_penalty_factor")
 
@@ -75,10 +75,14 @@ def verl_compute_score(
 ) -> dict[str, Any]:
     """verl's custom reward signature -> ``{"score": float, "acc": bool, "pred": str}``.
 
-    ``data_source`` is accepted for the signature only: every source is scored as math.
-    Unknown kwargs (verl passes e.g. ``reward_router_address``) are ignored.
+    The reward that scores the row is named by its ``extra_info["reward"]`` (written by
+    pcbench.data.prepare from ``data.reward``), else by a ``reward`` kwarg, else ``math``
+    (pcbench/reward/registry.py: every reward but ``math`` runs in the process guard).
+    ``data_source`` is accepted for the signature only. Unknown kwargs (verl passes e.g.
+    ``reward_router_address``) are ignored.
     """
     info = extra_info if isinstance(extra_info, Mapping) else {}
-    result = compute_score(solution_str, ground_truth, timeout_s=float(kwargs.get("timeout_s", 1.0)))
-    score = result.score + _penalty_from(info, kwargs)
-    return {"score": float(score), "acc": bool(result.acc), "pred": result.pred or ""}
+    name = str(info.get("reward") or kwargs.get("reward") or registry.BUILTIN)
+    result = named.score(name, solution_str, ground_truth, info, timeout_s=float(kwargs.get("timeout_s", 1.0)))
+    score = result["score"] + _penalty_from(info, kwargs)
+    return {"score": float(score), "acc": bool(result["acc"]), "pred": result["pred"] or ""}

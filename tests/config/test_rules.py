@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CONF = str(ROOT / "conf")
 FILE = str(ROOT / "pyproject.toml")  # an existing file where a folder is expected
 VERL = ["backend=verl", "model=qwen2.5-math-1.5b", "data=deepmath"]
+OWN = ["backend=verl", "model=qwen2.5-math-1.5b", "data=own"]  # your own file (conf/data/own.yaml)
 register_configs()
 
 # (key, overrides, message): check_config refuses with exactly this one line
@@ -309,6 +310,22 @@ REJECTED = [
      'model.override_config=5: must be a mapping of Hugging Face config keys; e.g. model.override_config.max_position_embeddings=10240'),
     ('data.root', [*VERL, 'data.root='],
      "data.root='': must be a non-empty string; the folder holding the parquet files"),
+    ('data.source', [*OWN, 'data.source='],
+     "data.source='': must be a non-empty string; your .parquet/.jsonl/.json/.csv file, e.g. data.source=my_math.jsonl"),
+    ('data.question', [*OWN, 'data.question='],
+     "data.question='': must be a non-empty string; the column holding the question, e.g. data.question=problem"),
+    ('data.answer', [*OWN, 'data.answer='],
+     "data.answer='': must be a non-empty string; the column holding the final answer, e.g. data.answer=answer"),
+    ('data.transform', [*OWN, 'data.transform=my_module'],
+     "data.transform='my_module': must be null or module:function; a function mapping one raw row (a dict) to "
+     "(question, answer)"),
+    ('data.reward', [*OWN, 'data.reward=nope'],
+     "data.reward='nope': must be a reward pcbench can load (no reward named 'nope'; choose one of: math; or add your "
+     "own: a 'pcbench.rewards' entry point or module:function (docs/own-data.md))"),
+    ('data.val_source', [*OWN, 'data.val_source='],
+     "data.val_source='': must be null or a file with the same columns; null holds out data.val_size rows of data.source"),
+    ('data.val_size', [*OWN, 'data.val_size=0'],
+     "data.val_size=0: must be an integer >= 1; rows of data.source held out for validation when data.val_source is null"),
 ]
 
 # typed keys whose wrong type Hydra/OmegaConf refuse while composing (pcbench.run prints it as one line)
