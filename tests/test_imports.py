@@ -1,5 +1,6 @@
-"""The layout holds: zero import circles in pcbench, analysis never imports bench (bench is a client
-of analysis), and the regime card answers under both of its commands. Graph: tests/import_graph.py."""
+"""The layout holds: zero import circles in pcbench; imports run one way, down the layers
+(backends < analysis < bench: the backends import neither the analysis nor the experiments, the
+analysis never imports the experiments). Graph: tests/import_graph.py."""
 
 import importlib.util
 import sys
@@ -15,6 +16,25 @@ def test_no_import_circles():
 
 def test_analysis_never_imports_bench():
     assert between(graph(), "pcbench.analysis", "pcbench.bench") == []
+
+
+def test_backends_import_neither_bench_nor_analysis():
+    edges = graph()
+    assert between(edges, "pcbench.backends", "pcbench.bench") == []
+    assert between(edges, "pcbench.backends", "pcbench.analysis") == []
+
+
+def test_layer_test_sees_an_upward_import(tmp_path):
+    """The check above finds a lazy backend -> analysis import (what backends/embedded/warmstart.py had)."""
+    pkg = tmp_path / "pcbench"
+    for sub in ("backends", "analysis"):
+        (pkg / sub).mkdir(parents=True)
+        (pkg / sub / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "analysis" / "note.py").write_text("def stages():\n    pass\n")
+    (pkg / "backends" / "warm.py").write_text("def f():\n    from pcbench.analysis.note import stages\n")
+    assert between(graph(pkg), "pcbench.backends", "pcbench.analysis") == [("pcbench.backends.warm",
+                                                                           "pcbench.analysis.note")]
 
 
 def test_bench_uses_analysis():

@@ -11,7 +11,7 @@
   from its run folders; `pcbench.analysis.bench_md`: its markdown.
 - `pcbench.analysis.regime` (+ `regime_plot`): the regime card of any run folders
   (`python -m pcbench.analysis.regime RESULTS...`).
-- `pcbench.analysis.pool_card`: a pool's prompts per tier in pass-rate classes (solved ... never), shown by
+- `pcbench.pool_card`: a pool's prompts per tier in pass-rate classes (solved ... never), shown by
   the regime card, `pcbench.predict` and the warm-start spread.
 - `pcbench.analysis.map_scoring`, `pcbench.analysis.map_report`: the regime map's scoring, report and heatmap.
 - `pcbench.analysis.quoted`: the result numbers the docs quote, generated from results/bench/*.json.

@@ -13,7 +13,7 @@ and reports, per method:
 - how many prompts were once sampled all-wrong (PC: deferred) and later got a correct rollout;
 - the pool after the warm start (embedded runs' summary.json): its pass-rate histogram and its
   pool card, per tier the share of prompts solved / near-solved / band / hard / never by exact
-  pass rate at the RL settings (pcbench.analysis.pool_card).
+  pass rate at the RL settings (pcbench.pool_card).
 It writes regime.csv (one row per run and step) and regime_card.md, and checks the issue's
 regime targets on GRPO's runs (printed; they are facts about the data, not pass/fail of code).
 
@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pcbench.analysis.pool_card import CLASS_NOTE, card_caption, card_md as pool_card_table
+from pcbench.pool_card import CLASS_NOTE, card_caption, card_md as pool_card_table
 from pcbench.analysis.runs import ACC
 from pcbench.ledger import PASS_BINS
 

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import yaml
 
-from pcbench.bench.launch import CONF_DIR
+from pcbench.paths import CONF_DIR
 from pcbench.bench.provenance import REPO, provenance
 from pcbench.config import ConfigError
 

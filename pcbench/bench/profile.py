@@ -92,7 +92,7 @@ def child(method: str, n: int, steps: int, seed: int, overrides: list[str], out:
 
     from pcbench import rl
     from pcbench.backends.embedded import generation, trainer
-    from pcbench.bench.launch import compose_cfg
+    from pcbench.config import compose_cfg
     from pcbench.config import check_config
     from pcbench.loggers import MetricsLogger
     from pcbench.rundir import RunDir

@@ -39,7 +39,8 @@ import yaml
 
 from pcbench.analysis.map_report import merge, tidy_cell, write_outputs
 from pcbench.analysis.warmstart_note import warmstart_digests
-from pcbench.bench.launch import CONF_DIR, Job, is_scored, launch, run_folder
+from pcbench.paths import CONF_DIR
+from pcbench.bench.launch import Job, is_scored, launch, run_folder
 from pcbench.config import ConfigError
 
 GRID = CONF_DIR / "bench" / "regime_map.yaml"

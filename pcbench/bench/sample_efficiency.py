@@ -19,7 +19,8 @@ import os
 from pathlib import Path
 
 from pcbench.analysis.bench_md import sample_efficiency_md
-from pcbench.bench.launch import Job, compose_cfg, is_scored, launch, plan, run_folder
+from pcbench.config import compose_cfg
+from pcbench.bench.launch import Job, is_scored, launch, plan, run_folder
 from pcbench.bench.provenance import provenance, rescored
 from pcbench.rundir import atomic_write_json, atomic_write_text
 

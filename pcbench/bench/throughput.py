@@ -106,7 +106,7 @@ def main(args, argv: list[str]) -> int:
     from pcbench.backends.embedded.task import SyntheticTask
     from pcbench.backends.embedded.tokenizer import CharTokenizer
     from pcbench.backends.embedded.warmstart import load_or_train
-    from pcbench.bench.launch import compose_cfg
+    from pcbench.config import compose_cfg
     from pcbench.analysis.bench_md import throughput_md
 
     torch.set_num_threads(args.threads)

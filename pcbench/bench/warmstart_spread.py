@@ -44,8 +44,8 @@ def one(overrides: list[str]) -> dict:
     from pcbench.backends.embedded.task import SyntheticTask
     from pcbench.backends.embedded.tokenizer import CharTokenizer
     from pcbench.backends.embedded.warmstart import train_warm_start
-    from pcbench.analysis.pool_card import pool_card
-    from pcbench.bench.launch import compose_cfg as compose
+    from pcbench.pool_card import pool_card
+    from pcbench.config import compose_cfg as compose
 
     torch.set_num_threads(1)
     cfg = compose(overrides)
