@@ -34,6 +34,7 @@ from pcbench.analysis.methods import label, method_colors, method_order
 from pcbench.analysis.warmstart_note import warmstart_notice
 from pcbench.analysis.plotstyle import save_figure, wrap
 from pcbench.analysis.map_scoring import cell_target
+from pcbench.analysis.scoring import N_BOOT
 
 COMMAND = "python -m pcbench.analysis.law_report"
 SURVIVAL_PAIRS = {"pilot_commit": ("pilot_commit", "main"), "dapo": ("dapo", "main"), "aa": ("grpo", "aa")}
@@ -356,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bench", type=Path, default=Path("results/bench"))
     ap.add_argument("--out", type=Path, default=Path("results/bench"))
     ap.add_argument("--figures", type=Path, default=Path("paper_figures"))
-    ap.add_argument("--n-boot", type=int, default=10_000)
+    ap.add_argument("--n-boot", type=int, default=N_BOOT)
     args = ap.parse_args(argv)
     os.environ.setdefault("SOURCE_DATE_EPOCH", "0")  # matplotlib's PDF: no creation time, same bytes each run
     curves, regime, pools = load(args.bench)

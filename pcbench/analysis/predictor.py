@@ -24,10 +24,10 @@ import numpy as np
 import pandas as pd
 from scipy.stats import binom
 
-from pcbench.analysis.scoring import speedup
+from pcbench.analysis.methods import GRPO
+from pcbench.analysis.scoring import N_BOOT, speedup
 from pcbench.analysis.map_scoring import cell_target, crossings
 
-GRPO = "grpo"
 
 
 # ---------------------------------------------------------------- from regime rows
@@ -47,7 +47,7 @@ def law_ratios(regime: pd.DataFrame, base: str = GRPO) -> pd.DataFrame:
     return t.rename(columns={"mixed": "mixed_per_step", "rollouts": "rollouts_per_step"})
 
 
-def measured_ratios(curves: pd.DataFrame, base: str = GRPO, n_boot: int = 10_000) -> pd.DataFrame:
+def measured_ratios(curves: pd.DataFrame, base: str = GRPO, n_boot: int = N_BOOT) -> pd.DataFrame:
     """Per cell and method (main seeds; base's A/A seeds as method `<base>_aa`): the measured
     rollouts-to-target ratio to base (median / median, target = base's best seed-mean val/acc),
     with its percentile bootstrap interval (pcbench.analysis.scoring.speedup, seed 0)."""

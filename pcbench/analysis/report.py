@@ -7,6 +7,7 @@ import io
 import json
 
 from pcbench.analysis.methods import label
+from pcbench.analysis.scoring import N_BOOT
 DID_NOT_REACH = "did not reach"
 NA = "-"
 COLUMNS = ("model", "data", "target", "method", "reached", "rollouts to target", "95% CI",
@@ -92,7 +93,7 @@ def footnote(records: list[dict], seed: int, n_boot: int) -> str:
             "speedup = comparator median / method median." + mark)
 
 
-def to_markdown(records: list[dict], seed: int = 0, n_boot: int = 10_000) -> str:
+def to_markdown(records: list[dict], seed: int = 0, n_boot: int = N_BOOT) -> str:
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += ["| " + " | ".join(c.replace("|", "\\|") for c in table_cells(r)) + " |" for r in records]
     return "\n".join(lines) + "\n\n" + footnote(records, seed, n_boot) + "\n"
@@ -104,7 +105,7 @@ def _latex_escape(text: str) -> str:
     return text
 
 
-def to_latex(records: list[dict], seed: int = 0, n_boot: int = 10_000) -> str:
+def to_latex(records: list[dict], seed: int = 0, n_boot: int = N_BOOT) -> str:
     head = " & ".join(_latex_escape(c) for c in COLUMNS) + r" \\"
     body = [" & ".join(_latex_escape(c) for c in table_cells(r)) + r" \\" for r in records]
     lines = [r"\begin{tabular}{" + "l" * 4 + "r" * (len(COLUMNS) - 4) + "}", r"\toprule", head, r"\midrule",
@@ -112,7 +113,7 @@ def to_latex(records: list[dict], seed: int = 0, n_boot: int = 10_000) -> str:
     return "\n".join(lines) + "\n"
 
 
-def to_csv(records: list[dict], seed: int = 0, n_boot: int = 10_000) -> str:
+def to_csv(records: list[dict], seed: int = 0, n_boot: int = N_BOOT) -> str:
     if not records:
         return ""
     buf = io.StringIO()
@@ -124,7 +125,7 @@ def to_csv(records: list[dict], seed: int = 0, n_boot: int = 10_000) -> str:
     return buf.getvalue()
 
 
-def to_json(records: list[dict], seed: int = 0, n_boot: int = 10_000) -> str:
+def to_json(records: list[dict], seed: int = 0, n_boot: int = N_BOOT) -> str:
     return json.dumps(records, indent=2, allow_nan=False) + "\n"
 
 

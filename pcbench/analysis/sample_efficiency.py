@@ -18,6 +18,7 @@ import pandas as pd
 from pcbench.analysis.regime import build_card, card_md, warm_start_pools
 from pcbench.analysis.regime_plot import draw_regime_card
 from pcbench.analysis.runs import load_runs
+from pcbench.analysis.scoring import N_BOOT
 from pcbench.analysis.tables import budget_accuracy, goals, rollouts_records, timing_records
 from pcbench.analysis.targets import AA, aa_record, curves_table, grpo_targets
 from pcbench.rundir import atomic_write_text
@@ -30,7 +31,7 @@ NOTES = [
 ]
 
 
-def score_benchmark(present: list[str], aa_present: list[str], out: Path, n_boot: int = 10_000) -> dict:
+def score_benchmark(present: list[str], aa_present: list[str], out: Path, n_boot: int = N_BOOT) -> dict:
     """-> the report's scored fields (target, budget, records, timing, goals, per_run, warnings, targets,
     aa, reference_records, regime_checks, notes) of the main run folders `present` and the A/A
     folders `aa_present`; writes curves.csv, regime.csv and the regime card into `out`."""

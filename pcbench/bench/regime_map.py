@@ -38,6 +38,7 @@ from pathlib import Path
 import yaml
 
 from pcbench.analysis.map_report import merge, tidy_cell, write_outputs
+from pcbench.analysis.scoring import N_BOOT
 from pcbench.analysis.warmstart_note import warmstart_digests
 from pcbench.paths import CONF_DIR
 from pcbench.bench.launch import Job, is_scored, launch, run_folder
@@ -130,7 +131,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=Path("results/bench"), help="report and merged CSVs (default results/bench)")
     p.add_argument("--figures", type=Path, default=Path("paper_figures"), help="where the heatmap goes")
     p.add_argument("--runs", type=Path, default=Path("results/bench_runs"), help="paths.results of the run folders")
-    p.add_argument("--n-boot", type=int, default=10_000, help="bootstrap resamples")
+    p.add_argument("--n-boot", type=int, default=N_BOOT, help="bootstrap resamples")
     p.add_argument("--score-only", action="store_true", help="train nothing; rebuild the report from the CSVs "
                    "(and from the selected cells' finished or starved folders, when present)")
 

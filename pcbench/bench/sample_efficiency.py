@@ -19,6 +19,7 @@ import os
 from pathlib import Path
 
 from pcbench.analysis.bench_md import sample_efficiency_md
+from pcbench.analysis.scoring import N_BOOT
 from pcbench.config import compose_cfg
 from pcbench.bench.launch import Job, is_scored, launch, plan, run_folder
 from pcbench.bench.provenance import provenance, rescored
@@ -50,7 +51,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="experiment= of the run folders (default: exp=sample_efficiency's, sample_efficiency)")
     p.add_argument("-o", "--override", action="append", default=[], metavar="KEY=VALUE",
                    help="extra Hydra override for every run (repeatable), e.g. -o data.train_size=240")
-    p.add_argument("--n-boot", type=int, default=10_000, help="bootstrap resamples")
+    p.add_argument("--n-boot", type=int, default=N_BOOT, help="bootstrap resamples")
     p.add_argument("--score-only", action="store_true", help="train nothing; score the finished folders")
 
 
