@@ -1,6 +1,7 @@
 """The layout holds: zero import circles in pcbench; imports run one way, down the layers
-(backends < analysis < bench: the backends import neither the analysis nor the experiments, the
-analysis never imports the experiments). Graph: tests/import_graph.py."""
+backends < analysis (the library) < reports < bench: the backends import neither the analysis nor
+the experiments, the analysis never imports the experiments, and nothing but the experiments and
+the reports themselves imports a report. Graph: tests/import_graph.py."""
 
 import importlib.util
 import sys
@@ -37,9 +38,30 @@ def test_layer_test_sees_an_upward_import(tmp_path):
                                                                            "pcbench.analysis.note")]
 
 
-def test_bench_uses_analysis():
-    edges = {(a, b) for a, b in between(graph(), "pcbench.bench", "pcbench.analysis")}
-    assert ("pcbench.bench.regime_map", "pcbench.analysis.map_report") in edges
+def library_imports_of_reports(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """Edges into pcbench.reports from any module outside the reports and the experiments."""
+    clients = ("pcbench.reports", "pcbench.bench")
+    return sorted((a, b) for a, bs in edges.items() for b in bs
+                  if b.startswith("pcbench.reports") and not a.startswith(clients))
+
+
+def test_the_library_never_imports_a_report():
+    edges = graph()
+    assert library_imports_of_reports(edges) == []
+    assert between(edges, "pcbench.reports", "pcbench.bench") == []
+
+
+def test_report_check_sees_a_library_module_importing_a_report():
+    edges = {"pcbench.analysis.regime": {"pcbench.reports.regime_map"}, "pcbench.bench.regime_map":
+             {"pcbench.reports.regime_map"}, "pcbench.reports.regime_map": {"pcbench.analysis.regime"}}
+    assert library_imports_of_reports(edges) == [("pcbench.analysis.regime", "pcbench.reports.regime_map")]
+
+
+def test_bench_uses_reports_and_reports_use_analysis():
+    edges = graph()
+    assert ("pcbench.bench.regime_map", "pcbench.reports.regime_map") in between(edges, "pcbench.bench", "pcbench.reports")
+    assert ("pcbench.reports.regime_map", "pcbench.analysis.map_scoring") in between(edges, "pcbench.reports",
+                                                                                      "pcbench.analysis")
 
 
 def test_graph_sees_lazy_and_package_imports(tmp_path):

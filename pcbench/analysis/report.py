@@ -7,27 +7,11 @@ import io
 import json
 
 from pcbench.analysis.methods import label
+from pcbench.analysis.formats import DID_NOT_REACH, NA, fmt_rollouts, percent
 from pcbench.analysis.scoring import N_BOOT
-DID_NOT_REACH = "did not reach"
-NA = "-"
 COLUMNS = ("model", "data", "target", "method", "reached", "rollouts to target", "95% CI",
            "vs GRPO", "vs DAPO", "final acc", "final rollouts")
 UNFINISHED_MARK = "*"
-
-
-def fmt_rollouts(value) -> str:
-    """Rollout counts as docs/method.md#results writes them: 10.6M from 1e6 up, 123.4K from 1e3 up, else raw."""
-    if value is None:
-        return NA
-    if abs(value) >= 1e6:
-        return f"{value / 1e6:.1f}M"
-    if abs(value) >= 1e3:
-        return f"{value / 1e3:.1f}K"
-    return f"{value:.0f}" if float(value).is_integer() else f"{value:.1f}"
-
-
-def fmt_pct(value) -> str:
-    return NA if value is None else f"{100 * value:.1f}%"
 
 
 def fmt_x(value) -> str:
@@ -62,9 +46,9 @@ def table_cells(rec: dict) -> list[str]:
     reached = NA if rec["reached"] is None else f"{rec['reached']}/{rec['seeds']}"
     if rec.get("unfinished"):
         reached += UNFINISHED_MARK
-    return [rec["model"], rec["data"], fmt_pct(rec["target"]), label(rec["method"]),
+    return [rec["model"], rec["data"], percent(rec["target"]), label(rec["method"]),
             reached, _rtt_cell(rec), _ci_cell(rec), _speedup_cell(rec, "grpo"), _speedup_cell(rec, "dapo"),
-            fmt_pct(rec["final_val_acc"]), fmt_rollouts(rec["cumulative_rollouts"])]
+            percent(rec["final_val_acc"]), fmt_rollouts(rec["cumulative_rollouts"])]
 
 
 STOP_TEXT = {"round_bound": "stopped by the round bound (method.max_rounds)",

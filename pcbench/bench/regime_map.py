@@ -11,7 +11,7 @@ DAPO and Pilot-Commit train on their seeds and GRPO on a disjoint seed set for t
    `regime_map_curves.csv` and `regime_map_regime.csv` (rows of other cells are kept), so the
    report always covers every part run so far;
 4. the report (`regime_map.md` / `.json`) and the heatmap (`paper_figures/regime_map.*`) are
-   computed from those two files alone (pcbench/analysis/map_scoring.py, pcbench/analysis/map_report.py).
+   computed from those two files alone (pcbench/analysis/map_scoring.py, pcbench/reports/regime_map.py).
 
     python -m pcbench.bench regime_map --part 1          # the cells of part 1 (one session)
     python -m pcbench.bench regime_map --cells p16-continuum-low
@@ -37,7 +37,7 @@ from pathlib import Path
 
 import yaml
 
-from pcbench.analysis.map_report import merge, tidy_cell, write_outputs
+from pcbench.reports.regime_map import merge, tidy_cell, write_outputs
 from pcbench.analysis.scoring import N_BOOT
 from pcbench.analysis.warmstart_note import warmstart_digests
 from pcbench.paths import CONF_DIR

@@ -3,7 +3,7 @@
 1. plan (method, seed) jobs and compose + check every config before anything trains;
 2. train the jobs whose run folder is not finished (2 workers x 1 thread by default, for a
    2-core machine), seed-major so an early stop leaves whole seeds;
-3. hand exactly those run folders to pcbench.analysis.sample_efficiency (target = GRPO's best
+3. hand exactly those run folders to pcbench.reports.sample_efficiency (target = GRPO's best
    seed-mean val/acc, and the reference-budget target of pcbench/analysis/targets.py; the A/A:
    GRPO on a second, disjoint seed set), which writes the raw curves (curves.csv: one row per
    run and evaluation), regime.csv (one row per run and step) and the regime card
@@ -18,7 +18,7 @@ import json
 import os
 from pathlib import Path
 
-from pcbench.analysis.bench_md import sample_efficiency_md
+from pcbench.reports.sample_efficiency import sample_efficiency_md
 from pcbench.analysis.scoring import N_BOOT
 from pcbench.config import compose_cfg
 from pcbench.bench.launch import Job, is_scored, launch, plan, run_folder
@@ -118,7 +118,7 @@ def main(args, argv: list[str]) -> int:
 
         meta["warmstart_digests"] = warmstart_digests(present + aa_present)
     from pcbench.analysis.runs import failed_runs
-    from pcbench.analysis.sample_efficiency import score_benchmark  # pandas, matplotlib: only when scoring
+    from pcbench.reports.sample_efficiency import score_benchmark  # pandas, matplotlib: only when scoring
     parts = {"provenance": meta, "setup": setup(jobs, args, home),
              **score_benchmark(present, aa_present, args.out, args.n_boot),
              "failures": failed_runs(results), "runs": results,

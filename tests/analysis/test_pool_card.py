@@ -60,6 +60,6 @@ def test_a_labelled_card_says_how_its_rates_were_measured():
 
 def test_warmstart_spread_uses_the_same_card():
     from pcbench import pool_card as module
-    from pcbench.analysis import warmstart_spread
+    from pcbench.reports import warmstart_spread
 
     assert warmstart_spread.pool_card is module.pool_card and warmstart_spread.CLASSES is module.CLASSES

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from pcbench.analysis.map_report import goal_met
+from pcbench.reports.regime_map import goal_met
 from pcbench.analysis.map_scoring import criteria_met, crossings, per_run_rates, score_cell
 from pcbench.bench.launch import run_folder
 from pcbench.paths import CONF_DIR
