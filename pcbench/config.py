@@ -20,16 +20,16 @@ from pcbench.rules import check_rules
 
 @dataclass
 class MethodConfig:
-    name: str = MISSING
+    name: str = MISSING  # the allocator: grpo | dapo | pilot_commit | a registered name (conf/method/)
     module: str = ""  # a module outside pcbench/allocators that registers `name` (imported first)
     n: int = 16  # rollouts per trained prompt (GRPO group size)
     gen_batch_size: int = 0  # candidates per sampling round (DAPO, PC); paper: 3 x train batch
     max_rounds: int = 10  # sampling rounds per step before a clear error (max_num_gen_batches)
     # Pilot-Commit
-    n_pilot: int = 0
-    n_commit: int = 0
+    n_pilot: int = 0  # rollouts per candidate in the pilot
+    n_commit: int = 0  # rollouts added to each kept candidate (pilot + commit = the group)
     lower: float = 0.125  # keep when lower <= p <= 1 - upper
-    upper: float = 0.25
+    upper: float = 0.25  # see lower: a prompt above 1 - upper is dropped as near-solved
     staleness: int = 4  # buffer entries older than this many steps are dropped
     buffer_sampling: str = "max_variance"  # max_variance | random
     extra: dict = field(default_factory=dict)  # free-form knobs of user-registered allocators
@@ -39,22 +39,22 @@ class MethodConfig:
 class TrainConfig:
     batch_size: int = 8  # prompts per update (paper: 128)
     mini_batch_size: int = 2  # prompts per PPO mini-batch (paper: 32)
-    steps: int = 60
-    lr: float = 1e-6
-    warmup_steps: int = 10
-    weight_decay: float = 0.1
-    grad_clip: float = 1.0
-    clip_ratio_low: float = 0.2
-    clip_ratio_high: float = 0.28
-    clip_ratio_c: float = 10.0
-    entropy_coeff: float = 0.0
-    loss_agg_mode: str = "token-mean"
-    temperature: float = 1.0
-    top_p: float = 1.0
-    eval_every: int = 5
-    val_temperature: float = 1.0
-    val_top_p: float = 0.7
-    checkpoint_every: int = 10
+    steps: int = 60  # optimizer steps of the run
+    lr: float = 1e-6  # AdamW learning rate after warm-up
+    warmup_steps: int = 10  # linear learning-rate warm-up, in steps
+    weight_decay: float = 0.1  # AdamW weight decay
+    grad_clip: float = 1.0  # gradient-norm clip
+    clip_ratio_low: float = 0.2  # PPO ratio clip below 1 (verl clip_ratio_low)
+    clip_ratio_high: float = 0.28  # PPO ratio clip above 1, DAPO clip-higher (verl clip_ratio_high)
+    clip_ratio_c: float = 10.0  # dual-clip bound for negative advantages (verl clip_ratio_c)
+    entropy_coeff: float = 0.0  # entropy bonus weight
+    loss_agg_mode: str = "token-mean"  # how the loss averages over tokens (verl loss_agg_mode)
+    temperature: float = 1.0  # sampling temperature of training rollouts
+    top_p: float = 1.0  # nucleus sampling of training rollouts
+    eval_every: int = 5  # steps between evaluations on the validation set
+    val_temperature: float = 1.0  # sampling temperature of evaluation
+    val_top_p: float = 0.7  # nucleus sampling of evaluation
+    checkpoint_every: int = 10  # steps between checkpoints (a resumed run restarts from the last)
     threads: int = 0  # torch threads per run (0 = leave torch's default)
     share_cores: bool = True  # pcbench's products use fewer threads while other processes hold cores
 
@@ -66,22 +66,22 @@ class RolloutConfig:
 
 @dataclass
 class LoggingConfig:
-    progress: bool = True
-    wandb: bool = False
-    wandb_project: str = "pcbench"
-    wandb_mode: str = "offline"
+    progress: bool = True  # a progress bar on stderr
+    wandb: bool = False  # also log to Weights & Biases
+    wandb_project: str = "pcbench"  # the W&B project
+    wandb_mode: str = "offline"  # W&B mode: offline | online
 
 
 @dataclass
 class PathsConfig:
-    results: str = "results"
-    cache: str = "results/.cache"
+    results: str = "results"  # where run folders go (<results>/<experiment>/<run>)
+    cache: str = "results/.cache"  # warm starts and pass-rate reports, shared across runs
 
 
 @dataclass
 class RootConfig:
-    experiment: str = "embedded"
-    seed: int = 0
+    experiment: str = "embedded"  # the run folder's parent name (set by conf/exp/*.yaml)
+    seed: int = 0  # the run's seed (sampling, data order, model init)
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
     method: MethodConfig = field(default_factory=MethodConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
@@ -92,12 +92,24 @@ class RootConfig:
     logging: LoggingConfig = field(default_factory=LoggingConfig)
     paths: PathsConfig = field(default_factory=PathsConfig)
     resume: str = "auto"  # auto: resume an unfinished run folder; never: refuse if it exists
-    dry_run: bool = False
+    dry_run: bool = False  # print what would run and what the run folder would do, then exit writing nothing
 
 
 def register_configs() -> None:
     cs = ConfigStore.instance()
     cs.store(name="pcbench_schema", node=RootConfig)
+
+
+def compose_cfg(overrides) -> DictConfig:
+    """The config `python -m pcbench.run OVERRIDES...` composes (conf/ + the schema), unchecked:
+    for code that runs or inspects jobs without Hydra's command line (benchmarks, tests, predict)."""
+    from hydra import compose, initialize_config_dir
+
+    from pcbench.paths import CONF_DIR
+
+    register_configs()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return compose(config_name="config", overrides=list(overrides))
 
 
 def _resolvers() -> None:

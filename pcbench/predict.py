@@ -13,7 +13,7 @@ rates (pcbench.analysis.predictor.prerun, the count law of docs/method.md#the-in
 it prints per method and pilot size: GRPO's zero-variance share (all-correct / all-wrong),
 Pilot-Commit's in-band share and sampling rounds per step, DAPO's rounds, rollouts per step, the
 predicted rollouts-to-target ratio to GRPO with a range, and the recommended allocator. Before
-them, the probed prompts' pool card (pcbench.analysis.pool_card): per tier, the share solved /
+them, the probed prompts' pool card (pcbench.pool_card): per tier, the share solved /
 near-solved / band / hard / never, by exact pass rate at the RL settings on the embedded backend
 (one forward pass per prompt), by the k sampled rollouts on verl (labelled "sampled, k=...").
 
@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pcbench.analysis.pool_card import CLASS_NOTE, card_caption, card_md, card_text, labelled_card
+from pcbench.pool_card import CLASS_NOTE, card_caption, card_md, card_text, labelled_card
 from pcbench.analysis.predictor import PRERUN_CALIBRATION, PRERUN_ERROR, PRERUN_SUPPLY, Setup, prerun
 
 N_BOOT = 200
@@ -66,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _compose(overrides):
-    from pcbench.bench.launch import compose_cfg
+    from pcbench.config import compose_cfg
     from pcbench.config import ConfigError, check_config
 
     try:

@@ -1,25 +1,21 @@
-"""Analysis of pcbench run folders: pure functions over one tidy DataFrame.
+"""The analysis library: pure functions from run folders (or their committed CSVs) to numbers.
 
-- `pcbench.analysis.runs`: walk result folders, read `config.yaml` + `metrics.jsonl` (+ `summary.json`)
-  into a runs frame (one row per run) and a metrics frame (one row per (run, step)).
-- `pcbench.analysis.scoring`: target accuracy, rollouts-to-target with censoring, bootstrap intervals
-  over seeds, speedups.
-- `pcbench.analysis.speedup`: the table CLI (`python analysis/speedup.py results/`).
-- `pcbench.analysis.figures`: the paper figures, each saved as PDF + PNG + the CSV behind it.
-- `pcbench.analysis.targets`: the benchmark's two GRPO targets, the A/A noise floor, the raw curves table.
-- `pcbench.analysis.tables`, `pcbench.analysis.sample_efficiency`: the sample-efficiency benchmark's numbers
-  from its run folders; `pcbench.analysis.bench_md`: its markdown.
-- `pcbench.analysis.regime` (+ `regime_plot`): the regime card of any run folders
-  (`python -m pcbench.analysis.regime RESULTS...`).
-- `pcbench.analysis.pool_card`: a pool's prompts per tier in pass-rate classes (solved ... never), shown by
-  the regime card, `pcbench.predict` and the warm-start spread.
-- `pcbench.analysis.map_scoring`, `pcbench.analysis.map_report`: the regime map's scoring, report and heatmap.
-- `pcbench.analysis.quoted`: the result numbers the docs quote, generated from results/bench/*.json.
-- `pcbench.analysis.law`, `predictor`, `survival`, `law_report`: the informative-group law, speedups
-  predicted from regime rows or a pre-run probe, rollouts-to-target as survival data (issue 30).
+- `runs`: walk result folders, read `config.yaml` + `metrics.jsonl` (+ `summary.json`) into a runs
+  frame (one row per run) and a metrics frame (one row per (run, step)); `setups`: which runs compare.
+- `scoring`: the metrics, each defined once: the target (the maximum of `seed_mean_curve`), the first
+  crossing (`evals_at_target`), rollouts-to-target with censoring, the bootstrap (`N_BOOT`) and speedups.
+- `targets`: the benchmark's two GRPO targets and the A/A noise floor; `map_scoring`: a map cell's
+  crossings, ratios and A/A; `survival`: rollouts-to-target as survival data.
+- `law`, `predictor`: the informative-group law and the speedups it predicts (from regime rows or a
+  pre-run probe).
+- `regime` (+ `regime_plot`): the regime card of any run folders (`python -m pcbench.analysis.regime`).
+- `formats`: how numbers leave (null for inf/NaN in JSON; a ratio with its interval, rollouts,
+  percentages in markdown); `report`: the speedup table in markdown, csv, latex, json;
+  `methods`: the one label / colour / order table.
+- `speedup`, `figures` (+ `curves`, `plotstyle`): the table and figure commands
+  (`analysis/speedup.py`, `analysis/figures.py`).
 
-Everything here reads run folders or result files; nothing imports pcbench.bench (the experiments,
-which hand their run folders to these modules).
-
-The run-folder contract these read is `docs/run_folder.md`.
+The reports that render one committed file of results/bench each are in `pcbench.reports`; nothing
+here imports them or `pcbench.bench` (tests/test_imports.py). `law_report`, `engine_speed` and
+`quoted` here are command aliases of their reports. The run-folder contract is `docs/run_folder.md`.
 """

@@ -14,12 +14,11 @@ import numpy as np
 import pandas as pd
 
 from pcbench.analysis.runs import ACC, eval_rows
-from pcbench.analysis.methods import method_order
+from pcbench.analysis.methods import PC, method_order
 from pcbench.analysis.scoring import GROUP, TOL
 
 SET_ACC = re.compile(r"^val/([^/]+)/acc$")
 KINDS = ("pilot", "commit", "plain")
-PC = "pilot_commit"
 PC_STATES = ("kept", "too_easy", "too_hard", "evicted", "buffer_size", "staleness_mean")
 CURVE_COLUMNS = ["model", "data", "method", "series", "step", "x", "y", "y_low", "y_high", "n_seeds", "x_unit"]
 

@@ -26,7 +26,8 @@ import math
 import numpy as np
 import pandas as pd
 
-GRPO = "grpo"
+from pcbench.analysis.methods import GRPO
+
 SE_CELL = "sample-efficiency"   # the `cell` of the sample-efficiency benchmark's rows
 ALPHAS = (-0.5, -0.25, 0.0, 0.25, 0.5, 0.75, 1.0)  # the family, and past the count toward extreme groups
 LEVEL_FLOOR = 0.2   # matched accuracy levels: the top (1 - LEVEL_FLOOR) of the shared range

@@ -23,14 +23,11 @@ import math
 import numpy as np
 import pandas as pd
 
-from pcbench.analysis.regime import _share as share
-from pcbench.analysis.scoring import TOL, speedup
+from pcbench.analysis.formats import finite_or_none
+from pcbench.analysis.regime import group_share
+from pcbench.analysis.methods import DAPO, GRPO, PC
+from pcbench.analysis.scoring import N_BOOT, evals_at_target, seed_mean_curve, speedup
 from pcbench.analysis.targets import AA_BAND
-PC, GRPO, DAPO = "pilot_commit", "grpo", "dapo"
-
-
-def _fin(x) -> float | None:
-    return None if x is None or not math.isfinite(float(x)) else float(x)
 
 
 def grpo_mean_curve(curves: pd.DataFrame) -> pd.Series:
@@ -38,7 +35,7 @@ def grpo_mean_curve(curves: pd.DataFrame) -> pd.Series:
     g = curves[(curves["method"] == GRPO) & (curves["seed_set"] == "main")]
     if g.empty:
         return pd.Series(dtype=float)
-    return g.pivot_table(index="step", columns="seed", values="val_acc").dropna().mean(axis=1).sort_index()
+    return seed_mean_curve(g, "seed", "val_acc")
 
 
 def cell_target(curves: pd.DataFrame) -> float | None:
@@ -52,27 +49,26 @@ def crossings(curves: pd.DataFrame, target: float) -> pd.DataFrame:
     or above target; inf when censored) and the step it crossed at (NaN when censored)."""
     rows = []
     for (method, seed_set, seed), g in curves.groupby(["method", "seed_set", "seed"], sort=True):
-        g = g.sort_values("step")
-        hit = g[g["val_acc"] >= target - TOL]
+        hit = evals_at_target(g, target, "val_acc")
         rows.append({"method": method, "seed_set": seed_set, "seed": int(seed),
                      "rtt": float(hit["cumulative_rollouts"].iloc[0]) if len(hit) else math.inf,
                      "step": float(hit["step"].iloc[0]) if len(hit) else math.nan})
     return pd.DataFrame(rows, columns=["method", "seed_set", "seed", "rtt", "step"])
 
 
-def _ratio(base: np.ndarray, other: np.ndarray, n_boot: int) -> dict:
+def ratio_record(base: np.ndarray, other: np.ndarray, n_boot: int) -> dict:
     point, low, high = speedup(base, other, seed=0, n_boot=n_boot)
-    return {"ratio": _fin(point), "low": _fin(low), "high": _fin(high) if math.isfinite(high) else None,
+    return {"ratio": finite_or_none(point), "low": finite_or_none(low), "high": finite_or_none(high) if math.isfinite(high) else None,
             "high_inf": bool(high == math.inf), "reached": int(np.isfinite(other).sum()), "runs": int(other.size)}
 
 
-def _rtts(cross: pd.DataFrame, method: str, seed_set: str = "main") -> np.ndarray:
+def seed_rtts(cross: pd.DataFrame, method: str, seed_set: str = "main") -> np.ndarray:
     return cross[(cross["method"] == method) & (cross["seed_set"] == seed_set)]["rtt"].to_numpy(float)
 
 
 def aa_ratio(cross: pd.DataFrame, n_boot: int) -> dict:
     """GRPO's main seeds over its A/A seeds; `resolves` when the interval lies inside AA_BAND."""
-    aa = _ratio(_rtts(cross, GRPO), _rtts(cross, GRPO, "aa"), n_boot)
+    aa = ratio_record(seed_rtts(cross, GRPO), seed_rtts(cross, GRPO, "aa"), n_boot)
     aa["resolves"] = bool(aa["low"] is not None and aa["high"] is not None
                           and AA_BAND[0] <= aa["low"] and aa["high"] <= AA_BAND[1])
     return aa
@@ -93,19 +89,19 @@ def per_run_rates(regime: pd.DataFrame) -> pd.DataFrame:
     return g
 
 
-def _share(num: pd.Series, den: pd.Series) -> float | None:
-    return _fin(share(num, den))  # the regime card's share; None (JSON) where it is nan
+def _json_share(num: pd.Series, den: pd.Series) -> float | None:
+    return finite_or_none(group_share(num, den))  # the regime card's share; None (JSON) where it is nan
 
 
 def cell_regime(regime: pd.DataFrame, cross: pd.DataFrame) -> dict:
     """The regime one cell ran in: what the paper-matched criteria and the heatmap read."""
     grpo, pc = regime[regime["method"] == GRPO], regime[regime["method"] == PC]
-    out = {"grpo_zero_variance": _share(grpo["all_correct"] + grpo["all_wrong"], grpo["groups"]),
-           "grpo_all_correct": _share(grpo["all_correct"], grpo["groups"]),
-           "grpo_all_wrong": _share(grpo["all_wrong"], grpo["groups"]),
-           "pc_rounds_per_step": _fin(pc["rounds"].mean()) if len(pc) else None,
-           "pc_in_band": _share(pc["sampled_in_band"], pc["sampled"]) if len(pc) else None,
-           "grpo_in_band": _share(grpo["sampled_in_band"], grpo["sampled"]) if len(grpo) else None}
+    out = {"grpo_zero_variance": _json_share(grpo["all_correct"] + grpo["all_wrong"], grpo["groups"]),
+           "grpo_all_correct": _json_share(grpo["all_correct"], grpo["groups"]),
+           "grpo_all_wrong": _json_share(grpo["all_wrong"], grpo["groups"]),
+           "pc_rounds_per_step": finite_or_none(pc["rounds"].mean()) if len(pc) else None,
+           "pc_in_band": _json_share(pc["sampled_in_band"], pc["sampled"]) if len(pc) else None,
+           "grpo_in_band": _json_share(grpo["sampled_in_band"], grpo["sampled"]) if len(grpo) else None}
     # pool epochs PC had drawn at its crossing step, median over its seeds (censored runs: at their end)
     epochs = []
     for _, c in cross[(cross["method"] == PC) & (cross["seed_set"] == "main")].iterrows():
@@ -114,7 +110,7 @@ def cell_regime(regime: pd.DataFrame, cross: pd.DataFrame) -> dict:
             continue
         at = rows[rows["step"] <= c["step"]] if math.isfinite(c["step"]) else rows
         epochs.append(float(at["pool_epochs"].iloc[-1]) if len(at) else math.nan)
-    out["pc_epochs_at_target"] = _fin(np.nanmedian(epochs)) if epochs and not np.all(np.isnan(epochs)) else None
+    out["pc_epochs_at_target"] = finite_or_none(np.nanmedian(epochs)) if epochs and not np.all(np.isnan(epochs)) else None
     return out
 
 
@@ -133,22 +129,22 @@ def criteria_met(measured: dict, criteria: dict) -> dict[str, bool | None]:
     return met
 
 
-def score_cell(curves: pd.DataFrame, regime: pd.DataFrame, n_boot: int = 10_000) -> dict:
+def score_cell(curves: pd.DataFrame, regime: pd.DataFrame, n_boot: int = N_BOOT) -> dict:
     """Everything the report says about one cell, from its rows of the two frames."""
     target = cell_target(curves)
     if target is None:
         return {"target": None, "status": "no GRPO evaluations"}
     cross = crossings(curves, target)
-    grpo = _rtts(cross, GRPO)
+    grpo = seed_rtts(cross, GRPO)
     aa = aa_ratio(cross, n_boot)
     rates = per_run_rates(regime)
     rec = {"target": target, "status": "scored", "aa": aa,
-           "pc_vs_grpo": _ratio(grpo, _rtts(cross, PC), n_boot),
-           "pc_vs_dapo": _ratio(_rtts(cross, DAPO), _rtts(cross, PC), n_boot),
-           "dapo_vs_grpo": _ratio(grpo, _rtts(cross, DAPO), n_boot),
+           "pc_vs_grpo": ratio_record(grpo, seed_rtts(cross, PC), n_boot),
+           "pc_vs_dapo": ratio_record(seed_rtts(cross, DAPO), seed_rtts(cross, PC), n_boot),
+           "dapo_vs_grpo": ratio_record(grpo, seed_rtts(cross, DAPO), n_boot),
            "grpo_reached": int(np.isfinite(grpo).sum()), "grpo_runs": int(grpo.size),
            "regime": cell_regime(regime, cross),
-           **{key: {m: _fin(rates.loc[rates["method"] == m, key].mean()) for m in (PC, DAPO)
+           **{key: {m: finite_or_none(rates.loc[rates["method"] == m, key].mean()) for m in (PC, DAPO)
                     if (rates["method"] == m).any()} for key in ("predicted", "signal_ratio", "rollouts_ratio")},
            "per_run": json_rows(rates.merge(cross[cross["seed_set"] == "main"], on=["method", "seed"], how="left"))}
     rec["survival"] = survival_ratios(curves, target)
@@ -189,11 +185,11 @@ def json_rows(frame: pd.DataFrame) -> list[dict]:
     """Records with inf/nan as None (JSON has neither)."""
     out = []
     for rec in frame.to_dict(orient="records"):
-        out.append({k: (_fin(v) if isinstance(v, float) else v) for k, v in rec.items()})
+        out.append({k: (finite_or_none(v) if isinstance(v, float) else v) for k, v in rec.items()})
     return out
 
 
-def score_map(curves: pd.DataFrame, regime: pd.DataFrame, cells: list[str], n_boot: int = 10_000) -> dict[str, dict]:
+def score_map(curves: pd.DataFrame, regime: pd.DataFrame, cells: list[str], n_boot: int = N_BOOT) -> dict[str, dict]:
     """{cell: score_cell(...)} for every grid cell, in grid order ("not run" where the frames have none)."""
     out = {}
     for cell in cells:

@@ -21,7 +21,8 @@ METHODS = {
     "pods": ("PODS", "#7f7f7f"),
     "speed_rl": ("SPEED-RL", "#bcbd22"),
 }
-PAPER_METHODS = ("grpo", "dapo", "pilot_commit")
+GRPO, DAPO, PC = "grpo", "dapo", "pilot_commit"  # the paper's three, by their registered names
+PAPER_METHODS = (GRPO, DAPO, PC)
 FALLBACK_COLORS = ("#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173")
 
 

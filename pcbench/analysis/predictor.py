@@ -24,10 +24,10 @@ import numpy as np
 import pandas as pd
 from scipy.stats import binom
 
-from pcbench.analysis.scoring import speedup
+from pcbench.analysis.methods import GRPO
+from pcbench.analysis.scoring import N_BOOT, speedup
 from pcbench.analysis.map_scoring import cell_target, crossings
 
-GRPO = "grpo"
 
 
 # ---------------------------------------------------------------- from regime rows
@@ -47,7 +47,7 @@ def law_ratios(regime: pd.DataFrame, base: str = GRPO) -> pd.DataFrame:
     return t.rename(columns={"mixed": "mixed_per_step", "rollouts": "rollouts_per_step"})
 
 
-def measured_ratios(curves: pd.DataFrame, base: str = GRPO, n_boot: int = 10_000) -> pd.DataFrame:
+def measured_ratios(curves: pd.DataFrame, base: str = GRPO, n_boot: int = N_BOOT) -> pd.DataFrame:
     """Per cell and method (main seeds; base's A/A seeds as method `<base>_aa`): the measured
     rollouts-to-target ratio to base (median / median, target = base's best seed-mean val/acc),
     with its percentile bootstrap interval (pcbench.analysis.scoring.speedup, seed 0)."""
@@ -89,7 +89,7 @@ def loco(table: pd.DataFrame) -> pd.DataFrame:
 
 # ---------------------------------------------------------------- before any run
 
-# results/bench/prerun.json "summary" (python -m pcbench.analysis.law_report; a test keeps them equal):
+# results/bench/prerun.json "summary" (python -m pcbench.reports.law; a test keeps them equal):
 # the band's supply over a run (measured PC in-band share / probed, geometric mean over the map's cells),
 # measured / pre-run law over the committed map's cells (geometric mean), and the smallest and largest
 # measured / (law x factor) there, which pcbench.predict uses as the law's error band
@@ -109,7 +109,7 @@ class Setup:
     max_rounds: int = 10
 
 
-def _v(j, n: int, alpha: float):
+def _signal_weight(j, n: int, alpha: float):
     p = np.asarray(j, float) / n
     w = p * (1 - p)
     return np.where(w > 0, w ** alpha if alpha else 1.0, 0.0)
@@ -137,7 +137,7 @@ def prerun(p, setup: Setup = Setup(), pilots=None, weights=None, alpha: float = 
     n, B, C = setup.n, setup.batch, setup.candidates
     j = np.arange(n + 1)
     pmf = binom.pmf(j[None, :], n, p[:, None])              # (prompts, n+1)
-    v = _v(j, n, alpha)
+    v = _signal_weight(j, n, alpha)
     all_wrong, all_right = float(w @ pmf[:, 0]), float(w @ pmf[:, n])
     mixed = 1.0 - all_wrong - all_right
     grpo_value = float(w @ (pmf @ v))                         # per group, zero-variance groups worth 0
@@ -159,7 +159,7 @@ def prerun(p, setup: Setup = Setup(), pilots=None, weights=None, alpha: float = 
         jc = np.arange(n - k + 1)
         pc_ = binom.pmf(jc[None, :], n - k, p[:, None])       # (prompts, n-k+1)
         # value of a committed group (pilot j1 in band + commit j2) per prompt, times P(j1)
-        vv = _v(jk[:, None] + jc[None, :], n, alpha)          # (k+1, n-k+1)
+        vv = _signal_weight(jk[:, None] + jc[None, :], n, alpha)          # (k+1, n-k+1)
         per_prompt = np.einsum("pa,pb,ab->p", pk * band[None, :], pc_, vv)
         q = float(w @ (pk @ band))
         rounds = expected_rounds(q * supply, setup)

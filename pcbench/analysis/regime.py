@@ -13,7 +13,7 @@ and reports, per method:
 - how many prompts were once sampled all-wrong (PC: deferred) and later got a correct rollout;
 - the pool after the warm start (embedded runs' summary.json): its pass-rate histogram and its
   pool card, per tier the share of prompts solved / near-solved / band / hard / never by exact
-  pass rate at the RL settings (pcbench.analysis.pool_card).
+  pass rate at the RL settings (pcbench.pool_card).
 It writes regime.csv (one row per run and step) and regime_card.md, and checks the issue's
 regime targets on GRPO's runs (printed; they are facts about the data, not pass/fail of code).
 
@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pcbench.analysis.pool_card import CLASS_NOTE, card_caption, card_md as pool_card_table
+from pcbench.pool_card import CLASS_NOTE, card_caption, card_md as pool_card_table
 from pcbench.analysis.runs import ACC
 from pcbench.ledger import PASS_BINS
 
@@ -84,7 +84,7 @@ def regime_table(metrics: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-def _share(num: pd.Series, den: pd.Series) -> float:
+def group_share(num: pd.Series, den: pd.Series) -> float:
     total = float(den.sum())
     return float(num.sum()) / total if total > 0 else math.nan
 
@@ -117,12 +117,12 @@ def method_summary(table: pd.DataFrame, metrics: pd.DataFrame, method: str) -> d
     final = rows[rows["step"] == last]
     return {"method": method, "seeds": int(rows["seed"].nunique()), "steps": int(rows["step"].max()),
             "sampled_kind": rows["sampled_kind"].iloc[0] if len(rows) else "",
-            "trained_all_correct": _share(rows["all_correct"], rows["groups"]),
-            "trained_all_wrong": _share(rows["all_wrong"], rows["groups"]),
-            "sampled_all_correct": _share(rows["sampled_all_correct"], rows["sampled"]),
-            "sampled_all_wrong": _share(rows["sampled_all_wrong"], rows["sampled"]),
-            "sampled_zero_var_start": _share(start["sampled_all_correct"] + start["sampled_all_wrong"], start["sampled"]),
-            "sampled_zero_var_end": _share(end["sampled_all_correct"] + end["sampled_all_wrong"], end["sampled"]),
+            "trained_all_correct": group_share(rows["all_correct"], rows["groups"]),
+            "trained_all_wrong": group_share(rows["all_wrong"], rows["groups"]),
+            "sampled_all_correct": group_share(rows["sampled_all_correct"], rows["sampled"]),
+            "sampled_all_wrong": group_share(rows["sampled_all_wrong"], rows["sampled"]),
+            "sampled_zero_var_start": group_share(start["sampled_all_correct"] + start["sampled_all_wrong"], start["sampled"]),
+            "sampled_zero_var_end": group_share(end["sampled_all_correct"] + end["sampled_all_wrong"], end["sampled"]),
             "hist_start": histogram(start), "hist_end": histogram(end),
             "zero_seen": float(final["zero_seen"].mean()), "zero_later_solved": float(final["zero_later_solved"].mean()),
             "per_set": per_set(metrics, method)}
@@ -134,8 +134,8 @@ def regime_checks(table: pd.DataFrame, metrics: pd.DataFrame, method: str = "grp
     evals = metrics[(metrics["method"] == method) & metrics[ACC].notna()]
     if rows.empty or evals.empty:
         return []
-    zero = _share(rows["all_correct"] + rows["all_wrong"], rows["groups"])
-    right, wrong = _share(rows["all_correct"], rows["groups"]), _share(rows["all_wrong"], rows["groups"])
+    zero = group_share(rows["all_correct"] + rows["all_wrong"], rows["groups"])
+    right, wrong = group_share(rows["all_correct"], rows["groups"]), group_share(rows["all_wrong"], rows["groups"])
     mean = evals.groupby("step")[ACC].mean()
     gain, best_step, horizon = float(mean.max() - mean.iloc[0]), int(mean.idxmax()), int(mean.index.max())
     se = float(evals["val/acc_se"].max()) if "val/acc_se" in evals else math.nan

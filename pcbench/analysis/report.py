@@ -7,26 +7,11 @@ import io
 import json
 
 from pcbench.analysis.methods import label
-DID_NOT_REACH = "did not reach"
-NA = "-"
+from pcbench.analysis.formats import DID_NOT_REACH, NA, fmt_rollouts, percent
+from pcbench.analysis.scoring import N_BOOT
 COLUMNS = ("model", "data", "target", "method", "reached", "rollouts to target", "95% CI",
            "vs GRPO", "vs DAPO", "final acc", "final rollouts")
 UNFINISHED_MARK = "*"
-
-
-def fmt_rollouts(value) -> str:
-    """Rollout counts as docs/method.md#results writes them: 10.6M from 1e6 up, 123.4K from 1e3 up, else raw."""
-    if value is None:
-        return NA
-    if abs(value) >= 1e6:
-        return f"{value / 1e6:.1f}M"
-    if abs(value) >= 1e3:
-        return f"{value / 1e3:.1f}K"
-    return f"{value:.0f}" if float(value).is_integer() else f"{value:.1f}"
-
-
-def fmt_pct(value) -> str:
-    return NA if value is None else f"{100 * value:.1f}%"
 
 
 def fmt_x(value) -> str:
@@ -61,9 +46,9 @@ def table_cells(rec: dict) -> list[str]:
     reached = NA if rec["reached"] is None else f"{rec['reached']}/{rec['seeds']}"
     if rec.get("unfinished"):
         reached += UNFINISHED_MARK
-    return [rec["model"], rec["data"], fmt_pct(rec["target"]), label(rec["method"]),
+    return [rec["model"], rec["data"], percent(rec["target"]), label(rec["method"]),
             reached, _rtt_cell(rec), _ci_cell(rec), _speedup_cell(rec, "grpo"), _speedup_cell(rec, "dapo"),
-            fmt_pct(rec["final_val_acc"]), fmt_rollouts(rec["cumulative_rollouts"])]
+            percent(rec["final_val_acc"]), fmt_rollouts(rec["cumulative_rollouts"])]
 
 
 STOP_TEXT = {"round_bound": "stopped by the round bound (method.max_rounds)",
@@ -92,7 +77,7 @@ def footnote(records: list[dict], seed: int, n_boot: int) -> str:
             "speedup = comparator median / method median." + mark)
 
 
-def to_markdown(records: list[dict], seed: int = 0, n_boot: int = 10_000) -> str:
+def to_markdown(records: list[dict], seed: int = 0, n_boot: int = N_BOOT) -> str:
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += ["| " + " | ".join(c.replace("|", "\\|") for c in table_cells(r)) + " |" for r in records]
     return "\n".join(lines) + "\n\n" + footnote(records, seed, n_boot) + "\n"
@@ -104,7 +89,7 @@ def _latex_escape(text: str) -> str:
     return text
 
 
-def to_latex(records: list[dict], seed: int = 0, n_boot: int = 10_000) -> str:
+def to_latex(records: list[dict], seed: int = 0, n_boot: int = N_BOOT) -> str:
     head = " & ".join(_latex_escape(c) for c in COLUMNS) + r" \\"
     body = [" & ".join(_latex_escape(c) for c in table_cells(r)) + r" \\" for r in records]
     lines = [r"\begin{tabular}{" + "l" * 4 + "r" * (len(COLUMNS) - 4) + "}", r"\toprule", head, r"\midrule",
@@ -112,7 +97,7 @@ def to_latex(records: list[dict], seed: int = 0, n_boot: int = 10_000) -> str:
     return "\n".join(lines) + "\n"
 
 
-def to_csv(records: list[dict], seed: int = 0, n_boot: int = 10_000) -> str:
+def to_csv(records: list[dict], seed: int = 0, n_boot: int = N_BOOT) -> str:
     if not records:
         return ""
     buf = io.StringIO()
@@ -124,7 +109,7 @@ def to_csv(records: list[dict], seed: int = 0, n_boot: int = 10_000) -> str:
     return buf.getvalue()
 
 
-def to_json(records: list[dict], seed: int = 0, n_boot: int = 10_000) -> str:
+def to_json(records: list[dict], seed: int = 0, n_boot: int = N_BOOT) -> str:
     return json.dumps(records, indent=2, allow_nan=False) + "\n"
 
 

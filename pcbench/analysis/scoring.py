@@ -26,6 +26,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from pcbench.analysis.formats import finite_or_none
 from pcbench.analysis.methods import method_order
 from pcbench.analysis.runs import ACC, SCORED, STARVED, eval_rows
 
@@ -60,15 +61,29 @@ def target_accuracy(df: pd.DataFrame, baseline: str = "grpo",
     return targets
 
 
+def seed_mean_curve(evals: pd.DataFrame, seed_column: str, accuracy: str = ACC) -> pd.Series:
+    """Accuracy per step, the mean over seeds, on the steps every seed evaluated (step order). Its
+    maximum is the target: the paper's "best average accuracy GRPO reaches"."""
+    table = evals.pivot_table(index="step", columns=seed_column, values=accuracy)
+    return table.dropna().mean(axis=1).sort_index()
+
+
 def _ints(values, limit: int = 8) -> str:
     shown = ", ".join(str(int(v)) for v in values[:limit])
     return shown + (", ..." if len(values) > limit else "")
 
 
+def evals_at_target(run_evals: pd.DataFrame, target: float, accuracy: str = ACC) -> pd.DataFrame:
+    """One run's evaluations at or above target (TOL below counts: a float that prints as the target
+    reached it), in step order: the first is the crossing; none means the run is censored.
+    accuracy: the column (val/acc in a metrics frame, val_acc in a committed curves CSV)."""
+    ordered = run_evals.sort_values("step")
+    return ordered[ordered[accuracy] >= target - TOL]
+
+
 def rollouts_to_target(run_evals: pd.DataFrame, target: float) -> float:
     """cumulative_rollouts at the run's first eval with val/acc >= target, else inf (censored)."""
-    ordered = run_evals.sort_values("step")
-    hit = ordered[ordered[ACC] >= target - TOL]
+    hit = evals_at_target(run_evals, target)
     return float(hit["cumulative_rollouts"].iloc[0]) if len(hit) else math.inf
 
 
@@ -183,16 +198,9 @@ def per_run_table(metrics: pd.DataFrame, targets: dict, runs: pd.DataFrame | Non
     return pd.DataFrame(rows, columns=columns)
 
 
-def _none_if_not_finite(value):
-    """JSON-ready: None for inf/nan/None, else a float."""
-    if value is None or not math.isfinite(value):
-        return None
-    return float(value)
-
-
 def _count(value):
-    """Like _none_if_not_finite, but whole numbers (rollout counts, seeds) become ints."""
-    value = _none_if_not_finite(value)
+    """Like finite_or_none, but whole numbers (rollout counts, seeds) become ints."""
+    value = finite_or_none(value)
     return int(value) if value is not None and value.is_integer() else value
 
 
@@ -207,7 +215,7 @@ def _speedup_fields(name: str, group_runs: pd.DataFrame, method: str, rtt: np.nd
         values = (point, point, point)
     else:
         values = speedup(base, rtt, seed=seed, n_boot=n_boot)
-    return {k: _none_if_not_finite(v) for k, v in zip(keys, values)}
+    return {k: finite_or_none(v) for k, v in zip(keys, values)}
 
 
 def method_record(group_runs: pd.DataFrame, method: str, target: float | None,
@@ -229,7 +237,7 @@ def method_record(group_runs: pd.DataFrame, method: str, target: float | None,
                       rtt_ci_low=_count(low), rtt_ci_high=_count(high))
     for name in COMPARATORS:
         record.update(_speedup_fields(name, group_runs, method, rtt, target, seed, n_boot))
-    record["final_val_acc"] = _none_if_not_finite(float(mine["final_val_acc"].median()))
+    record["final_val_acc"] = finite_or_none(float(mine["final_val_acc"].median()))
     record["cumulative_rollouts"] = _count(float(mine["final_cumulative_rollouts"].median()))
     return record
 

@@ -18,7 +18,8 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from pcbench.analysis.scoring import TOL
+from pcbench.analysis.formats import finite_or_none
+from pcbench.analysis.scoring import evals_at_target
 
 Z = 1.959963984540054
 SCALE = 1000.0
@@ -29,15 +30,11 @@ def durations(curves: pd.DataFrame, target: float) -> pd.DataFrame:
     evaluation), event (1 crossed, 0 censored). curves: one run per (method, seed_set, seed)."""
     rows = []
     for (method, seed_set, seed), g in curves.groupby(["method", "seed_set", "seed"], sort=True):
-        g = g.sort_values("step")
-        hit = g[g["val_acc"] >= target - TOL]
-        t = float(hit["cumulative_rollouts"].iloc[0]) if len(hit) else float(g["cumulative_rollouts"].iloc[-1])
+        hit = evals_at_target(g, target, "val_acc")
+        last = float(g.sort_values("step")["cumulative_rollouts"].iloc[-1])
+        t = float(hit["cumulative_rollouts"].iloc[0]) if len(hit) else last
         rows.append({"method": method, "seed_set": seed_set, "seed": int(seed), "time": t, "event": int(len(hit) > 0)})
     return pd.DataFrame(rows, columns=["method", "seed_set", "seed", "time", "event"])
-
-
-def _fin(x) -> float | None:
-    return None if x is None or not math.isfinite(float(x)) else float(x)
 
 
 def km_median(time, event) -> dict:
@@ -50,8 +47,8 @@ def km_median(time, event) -> dict:
         return {"median": None, "low": None, "high": None}
     kmf = KaplanMeierFitter().fit(np.maximum(time, 1.0) / SCALE, event)
     ci = median_survival_times(kmf.confidence_interval_)
-    return {"median": _fin(kmf.median_survival_time_ * SCALE), "low": _fin(ci.iloc[0, 0] * SCALE),
-            "high": _fin(ci.iloc[0, 1] * SCALE)}
+    return {"median": finite_or_none(kmf.median_survival_time_ * SCALE), "low": finite_or_none(ci.iloc[0, 0] * SCALE),
+            "high": finite_or_none(ci.iloc[0, 1] * SCALE)}
 
 
 def aft_speedup(base: pd.DataFrame, other: pd.DataFrame, model: str = "weibull") -> dict:

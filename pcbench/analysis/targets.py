@@ -21,8 +21,9 @@ import math
 import numpy as np
 import pandas as pd
 
+from pcbench.analysis.formats import finite_or_none
 from pcbench.analysis.runs import ACC
-from pcbench.analysis.scoring import rollouts_to_target, speedup
+from pcbench.analysis.scoring import N_BOOT, rollouts_to_target, seed_mean_curve, speedup
 
 REF_FRACTION = 2 / 3
 AA = "grpo_aa"  # method name the A/A runs are scored under (their folders say grpo)
@@ -34,7 +35,7 @@ def grpo_targets(metrics: pd.DataFrame, baseline: str = "grpo") -> dict[str, flo
     evals = metrics[(metrics["method"] == baseline) & metrics[ACC].notna()]
     if evals.empty:
         return {"paper": None, "reference": None}
-    mean = evals.pivot_table(index="step", columns="path", values=ACC).dropna().mean(axis=1)
+    mean = seed_mean_curve(evals, "path")
     horizon = float(metrics.loc[metrics["method"] == baseline, "step"].max())
     early = mean[mean.index <= REF_FRACTION * horizon]
     return {"paper": float(mean.max()), "reference": float(early.max()) if len(early) else None}
@@ -46,11 +47,7 @@ def rtts(metrics: pd.DataFrame, method: str, target: float) -> np.ndarray:
     return np.array([rollouts_to_target(g, target) for _, g in evals.groupby("path")], dtype=float)
 
 
-def _fin(x):
-    return None if x is None or not math.isfinite(x) else float(x)
-
-
-def aa_record(metrics: pd.DataFrame, target: float | None, seed: int = 0, n_boot: int = 10_000) -> dict | None:
+def aa_record(metrics: pd.DataFrame, target: float | None, seed: int = 0, n_boot: int = N_BOOT) -> dict | None:
     """GRPO (main seeds) vs GRPO (A/A seeds): median rtt of each, ratio main/aa with a bootstrap CI."""
     if target is None or not (metrics["method"] == AA).any():
         return None
@@ -59,7 +56,7 @@ def aa_record(metrics: pd.DataFrame, target: float | None, seed: int = 0, n_boot
     inside = (math.isfinite(low) and math.isfinite(high) and AA_BAND[0] <= low and high <= AA_BAND[1])
     return {"target": target, "grpo_rtt": main.tolist(), "aa_rtt": other.tolist(),
             "grpo_reached": int(np.isfinite(main).sum()), "aa_reached": int(np.isfinite(other).sum()),
-            "ratio": _fin(point), "ci_low": _fin(low), "ci_high": _fin(high) if math.isfinite(high) else None,
+            "ratio": finite_or_none(point), "ci_low": finite_or_none(low), "ci_high": finite_or_none(high) if math.isfinite(high) else None,
             "ci_high_inf": bool(high == math.inf), "within_band": bool(inside)}
 
 

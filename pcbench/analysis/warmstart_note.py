@@ -11,18 +11,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from pcbench.backends.embedded.warmstart_stages import stages
+
 LEGACY = ("the default warm start before 2026-12-04 (2,220 SFT steps, no consolidation, the unpinned "
           "arithmetic of the machine that ran it; its digest was not recorded)")
-
-
-def stages(report: dict) -> str:
-    """'1,240 SFT steps', '1,240 SFT + 2,000 consolidation + 9 top-up steps' or '1,500 prelude + 820 SFT steps'
-    (stages that took no step are left out)."""
-    parts = [(report.get("prelude_steps"), "prelude"), (report.get("sft_steps"), "SFT"),
-             (report.get("consolidation_steps"), "consolidation"), (report.get("top_up_steps"), "top-up")]
-    if not any(n for n, what in parts if what != "SFT"):
-        return f"{report.get('sft_steps', '?'):,} SFT steps" if isinstance(report.get("sft_steps"), int) else "? SFT steps"
-    return " + ".join(f"{n:,} {what}" for n, what in parts if n or what == "SFT") + " steps"
 
 
 def warmstart_digests(folders) -> list[str]:

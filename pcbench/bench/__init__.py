@@ -1,9 +1,9 @@
 """pcbench.bench: the experiments: every allocator in one harness, one ledger, on the embedded task.
 
 bench owns which jobs run (plans from committed configs: conf/exp/, conf/bench/), launching and
-resuming them (launch.py), and handing their run folders to pcbench.analysis, which scores and
-draws (targets, A/A, tables, the regime card, the regime map's report and heatmap). bench imports
-analysis, never the reverse (tests/test_imports.py).
+resuming them (launch.py), and handing their run folders to the reports (pcbench.reports: one per
+committed file), which score them with the library (pcbench.analysis: targets, A/A, the regime card)
+and render them. bench imports both, neither imports bench (tests/test_imports.py).
 
     python -m pcbench.bench sample_efficiency [--seeds 5] [--methods grpo,dapo,...] [--steps N]
                                               [--jobs 2] [--out results/bench/] [-o KEY=VALUE ...]

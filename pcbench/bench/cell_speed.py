@@ -13,7 +13,7 @@ order, what counts as success), read before anything runs. Then
 4. the versions the plan names `identical` (or `same_picture`) are compared run by run: every value of
    every metrics row, timings aside (<out>/identity.json); `same_picture` judges instead the cell's
    PC-vs-GRPO and A/A ratios (each inside the other's 95% interval), for a change that alters arithmetic;
-5. <out>/times.json and the table (<out>/cell_speed.md, pcbench/analysis/cell_speed.py) are written after
+5. <out>/times.json and the table (<out>/cell_speed.md, pcbench/reports/cell_speed.py) are written after
    every launch, so an interrupted comparison keeps what it measured.
 
     python -m pcbench.bench cell_speed --work /tmp/cell-speed --cache-from results/.cache
@@ -33,7 +33,7 @@ from pathlib import Path
 
 import yaml
 
-from pcbench.bench.launch import CONF_DIR
+from pcbench.paths import CONF_DIR
 from pcbench.bench.provenance import REPO, provenance
 from pcbench.config import ConfigError
 
@@ -160,7 +160,7 @@ def main(args, argv) -> int:
 
 
 def _main(args, argv) -> int:
-    from pcbench.analysis.cell_speed import write_report
+    from pcbench.reports.cell_speed import write_report
 
     plan = load_plan(args.plan)
     out = args.out

@@ -21,9 +21,7 @@ from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 
-from pcbench import paths
-
-CONF_DIR = paths.CONF_DIR
+from pcbench.config import compose_cfg
 
 
 @dataclass(frozen=True)
@@ -43,16 +41,6 @@ class Job:
 def plan(methods: list[str], seeds: list[int], common: list[str]) -> list[Job]:
     """Seed-major order: a benchmark stopped early still has every method for its first seeds."""
     return [Job(m, s, (f"method={m}", f"seed={s}", *common)) for s in seeds for m in methods]
-
-
-def compose_cfg(overrides):
-    from hydra import compose, initialize_config_dir
-
-    from pcbench.config import register_configs
-
-    register_configs()
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return compose(config_name="config", overrides=list(overrides))
 
 
 def run_folder(job: Job) -> Path:

@@ -30,7 +30,7 @@ import sys
 import time
 from pathlib import Path
 
-from pcbench.analysis.bench_md import PHASES  # the phases a job's time is split into
+from pcbench.reports.profile import PHASES  # the phases a job's time is split into
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -92,7 +92,7 @@ def child(method: str, n: int, steps: int, seed: int, overrides: list[str], out:
 
     from pcbench import rl
     from pcbench.backends.embedded import generation, trainer
-    from pcbench.bench.launch import compose_cfg
+    from pcbench.config import compose_cfg
     from pcbench.config import check_config
     from pcbench.loggers import MetricsLogger
     from pcbench.rundir import RunDir
@@ -143,7 +143,7 @@ def child(method: str, n: int, steps: int, seed: int, overrides: list[str], out:
 
 def main(args, argv: list[str]) -> int:
     from pcbench import numerics
-    from pcbench.analysis.bench_md import profile_md as render
+    from pcbench.reports.profile import profile_md as render
     from pcbench.bench.provenance import provenance
     from pcbench.rundir import atomic_write_json, atomic_write_text
 

@@ -11,7 +11,7 @@ DAPO and Pilot-Commit train on their seeds and GRPO on a disjoint seed set for t
    `regime_map_curves.csv` and `regime_map_regime.csv` (rows of other cells are kept), so the
    report always covers every part run so far;
 4. the report (`regime_map.md` / `.json`) and the heatmap (`paper_figures/regime_map.*`) are
-   computed from those two files alone (pcbench/analysis/map_scoring.py, pcbench/analysis/map_report.py).
+   computed from those two files alone (pcbench/analysis/map_scoring.py, pcbench/reports/regime_map.py).
 
     python -m pcbench.bench regime_map --part 1          # the cells of part 1 (one session)
     python -m pcbench.bench regime_map --cells p16-continuum-low
@@ -37,9 +37,11 @@ from pathlib import Path
 
 import yaml
 
-from pcbench.analysis.map_report import merge, tidy_cell, write_outputs
+from pcbench.reports.regime_map import merge, tidy_cell, write_outputs
+from pcbench.analysis.scoring import N_BOOT
 from pcbench.analysis.warmstart_note import warmstart_digests
-from pcbench.bench.launch import CONF_DIR, Job, is_scored, launch, run_folder
+from pcbench.paths import CONF_DIR
+from pcbench.bench.launch import Job, is_scored, launch, run_folder
 from pcbench.config import ConfigError
 
 GRID = CONF_DIR / "bench" / "regime_map.yaml"
@@ -129,7 +131,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=Path("results/bench"), help="report and merged CSVs (default results/bench)")
     p.add_argument("--figures", type=Path, default=Path("paper_figures"), help="where the heatmap goes")
     p.add_argument("--runs", type=Path, default=Path("results/bench_runs"), help="paths.results of the run folders")
-    p.add_argument("--n-boot", type=int, default=10_000, help="bootstrap resamples")
+    p.add_argument("--n-boot", type=int, default=N_BOOT, help="bootstrap resamples")
     p.add_argument("--score-only", action="store_true", help="train nothing; rebuild the report from the CSVs "
                    "(and from the selected cells' finished or starved folders, when present)")
 

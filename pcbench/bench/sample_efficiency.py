@@ -3,7 +3,7 @@
 1. plan (method, seed) jobs and compose + check every config before anything trains;
 2. train the jobs whose run folder is not finished (2 workers x 1 thread by default, for a
    2-core machine), seed-major so an early stop leaves whole seeds;
-3. hand exactly those run folders to pcbench.analysis.sample_efficiency (target = GRPO's best
+3. hand exactly those run folders to pcbench.reports.sample_efficiency (target = GRPO's best
    seed-mean val/acc, and the reference-budget target of pcbench/analysis/targets.py; the A/A:
    GRPO on a second, disjoint seed set), which writes the raw curves (curves.csv: one row per
    run and evaluation), regime.csv (one row per run and step) and the regime card
@@ -18,8 +18,10 @@ import json
 import os
 from pathlib import Path
 
-from pcbench.analysis.bench_md import sample_efficiency_md
-from pcbench.bench.launch import Job, compose_cfg, is_scored, launch, plan, run_folder
+from pcbench.reports.sample_efficiency import sample_efficiency_md
+from pcbench.analysis.scoring import N_BOOT
+from pcbench.config import compose_cfg
+from pcbench.bench.launch import Job, is_scored, launch, plan, run_folder
 from pcbench.bench.provenance import provenance, rescored
 from pcbench.rundir import atomic_write_json, atomic_write_text
 
@@ -49,7 +51,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="experiment= of the run folders (default: exp=sample_efficiency's, sample_efficiency)")
     p.add_argument("-o", "--override", action="append", default=[], metavar="KEY=VALUE",
                    help="extra Hydra override for every run (repeatable), e.g. -o data.train_size=240")
-    p.add_argument("--n-boot", type=int, default=10_000, help="bootstrap resamples")
+    p.add_argument("--n-boot", type=int, default=N_BOOT, help="bootstrap resamples")
     p.add_argument("--score-only", action="store_true", help="train nothing; score the finished folders")
 
 
@@ -116,7 +118,7 @@ def main(args, argv: list[str]) -> int:
 
         meta["warmstart_digests"] = warmstart_digests(present + aa_present)
     from pcbench.analysis.runs import failed_runs
-    from pcbench.analysis.sample_efficiency import score_benchmark  # pandas, matplotlib: only when scoring
+    from pcbench.reports.sample_efficiency import score_benchmark  # pandas, matplotlib: only when scoring
     parts = {"provenance": meta, "setup": setup(jobs, args, home),
              **score_benchmark(present, aa_present, args.out, args.n_boot),
              "failures": failed_runs(results), "runs": results,

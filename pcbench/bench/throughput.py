@@ -106,8 +106,8 @@ def main(args, argv: list[str]) -> int:
     from pcbench.backends.embedded.task import SyntheticTask
     from pcbench.backends.embedded.tokenizer import CharTokenizer
     from pcbench.backends.embedded.warmstart import load_or_train
-    from pcbench.bench.launch import compose_cfg
-    from pcbench.analysis.bench_md import throughput_md
+    from pcbench.config import compose_cfg
+    from pcbench.reports.throughput import throughput_md
 
     torch.set_num_threads(args.threads)
     os.environ["OMP_NUM_THREADS"] = str(args.threads)

@@ -28,7 +28,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from pcbench.analysis.warmstart_spread import DESIGNS as _DESCRIBED
+from pcbench.reports.warmstart_spread import DESIGNS as _DESCRIBED
 
 # the named designs: the choices of conf/model/warmstart/, as the report describes them
 DESIGNS = tuple(_DESCRIBED)
@@ -44,8 +44,8 @@ def one(overrides: list[str]) -> dict:
     from pcbench.backends.embedded.task import SyntheticTask
     from pcbench.backends.embedded.tokenizer import CharTokenizer
     from pcbench.backends.embedded.warmstart import train_warm_start
-    from pcbench.analysis.pool_card import pool_card
-    from pcbench.bench.launch import compose_cfg as compose
+    from pcbench.pool_card import pool_card
+    from pcbench.config import compose_cfg as compose
 
     torch.set_num_threads(1)
     cfg = compose(overrides)
@@ -106,7 +106,7 @@ def main(argv=None) -> int:
         print(json.dumps(one(json.loads(a.one))))
         return 0
     from pcbench.bench.provenance import provenance
-    from pcbench.analysis.warmstart_spread import write_report
+    from pcbench.reports.warmstart_spread import write_report
 
     caps = [c for c in a.capabilities.split(",") if c]
     named = {d: [f"model/warmstart={d}"] for d in DESIGNS}

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pcbench.analysis import law_report
+from pcbench.reports import law as law_report
 
 REPO = Path(__file__).resolve().parents[2]
 BENCH = REPO / "results" / "bench"

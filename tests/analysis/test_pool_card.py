@@ -1,11 +1,11 @@
-"""The pool card (pcbench.analysis.pool_card): class boundaries, shares, the tables it renders."""
+"""The pool card (pcbench.pool_card): class boundaries, shares, the tables it renders."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from pcbench.analysis.pool_card import CLASSES, card_caption, card_md, card_text, labelled_card, pool_card
+from pcbench.pool_card import CLASSES, card_caption, card_md, card_text, labelled_card, pool_card
 
 NAMES = [name for name, *_ in CLASSES]
 
@@ -59,6 +59,7 @@ def test_a_labelled_card_says_how_its_rates_were_measured():
 
 
 def test_warmstart_spread_uses_the_same_card():
-    from pcbench.analysis import pool_card as module, warmstart_spread
+    from pcbench import pool_card as module
+    from pcbench.reports import warmstart_spread
 
     assert warmstart_spread.pool_card is module.pool_card and warmstart_spread.CLASSES is module.CLASSES

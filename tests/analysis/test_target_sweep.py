@@ -1,10 +1,10 @@
-"""The exploratory re-scoring of a map cell at lower targets (pcbench/analysis/target_sweep.py)."""
+"""The exploratory re-scoring of a map cell at lower targets (pcbench/reports/regime_map_by_target.py)."""
 
 import pandas as pd
 import pytest
 
 from pcbench.analysis.map_scoring import cell_target
-from pcbench.analysis.target_sweep import by_target
+from pcbench.reports.regime_map_by_target import by_target
 
 
 def _curves() -> pd.DataFrame:

@@ -158,7 +158,7 @@ def test_bench_jobs_compose_the_exp_into_the_same_run_folders(extra):
     from omegaconf import OmegaConf
 
     from pcbench.bench.__main__ import build_parser
-    from pcbench.bench.launch import compose_cfg
+    from pcbench.config import compose_cfg
     from pcbench.bench.sample_efficiency import plan_jobs
     from pcbench.rundir import run_path
 

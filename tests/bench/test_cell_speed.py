@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from pcbench.analysis.cell_speed import load, render, wall_table
+from pcbench.reports.cell_speed import load, render, wall_table
 from pcbench.bench.cell_speed import compare_runs, load_plan
 from pcbench.config import ConfigError
 
@@ -76,7 +76,7 @@ def test_the_table_is_computed_from_the_folder(tmp_path):
 
 
 def test_same_picture_needs_each_estimate_inside_the_others_interval():
-    from pcbench.analysis.cell_speed import same_picture
+    from pcbench.reports.cell_speed import same_picture
 
     old = {"pc_vs_grpo": {"ratio": 0.59, "low": 0.59, "high": 2.67}, "aa": {"ratio": 1.0, "low": 0.67, "high": 4.0}}
     close = {"pc_vs_grpo": {"ratio": 1.1, "low": 0.5, "high": None, "high_inf": True},

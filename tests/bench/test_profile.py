@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pcbench.analysis.bench_md import PHASES, profile_md as render
+from pcbench.reports.profile import PHASES, profile_md as render
 from pcbench.bench import profile
 from pcbench.bench.profile import _Clock
 

@@ -116,7 +116,7 @@ def test_regime_card_from_run_folders(folders, capsys):
 def test_regime_card_shows_the_pool_card_of_the_warm_start_report(folders, capsys):
     """An embedded run's summary.json holds the warm-start report (details.warmstart); with a "card"
     the regime card prints it per tier, without one (runs from before it) it prints none."""
-    from pcbench.analysis.pool_card import labelled_card
+    from pcbench.pool_card import labelled_card
 
     runs = sorted((folders / "runs").iterdir())
     ws = {"histogram": {"p=0": 0.5, "p=1": 0.5}, "per_tier": {"add22": 1.0, "add44": 0.0}, "in_band": 0.0, "n_rollouts": 8}

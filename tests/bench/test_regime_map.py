@@ -11,9 +11,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from pcbench.analysis.map_report import goal_met
+from pcbench.reports.regime_map import goal_met
 from pcbench.analysis.map_scoring import criteria_met, crossings, per_run_rates, score_cell
-from pcbench.bench.launch import CONF_DIR, run_folder
+from pcbench.bench.launch import run_folder
+from pcbench.paths import CONF_DIR
 from pcbench.bench.regime_map import cell_jobs, cells, load_grid
 
 TINY = ["model.hidden_size=64", "model.intermediate_size=128", "model.warmstart.stop_tier=null", "model.warmstart.steps=250", "model/warmstart=stop_only",

@@ -98,7 +98,7 @@ RECORD_KEYS = ("method", "target", "seeds", "reached", "rollouts_to_target", "rt
 
 @pytest.mark.slow
 def test_sample_efficiency_rescores_from_curves_csv():
-    from pcbench.analysis.tables import rollouts_records
+    from pcbench.reports.sample_efficiency_tables import rollouts_records
     from pcbench.analysis.targets import AA, aa_record, grpo_targets
 
     report = json.loads((RESULTS / "sample_efficiency.json").read_text())
@@ -119,7 +119,7 @@ def test_committed_markdown_is_rendered_from_its_json():
     """sample_efficiency.md is its .json rendered (so a number in the .md is a number of the .json);
     regime_map.md is pinned by test_regime_map_rescores_from_its_csvs (its .json's keys are sorted,
     so rendering the .json alone orders the cells and knobs differently)."""
-    from pcbench.analysis.bench_md import sample_efficiency_md
+    from pcbench.reports.sample_efficiency import sample_efficiency_md
 
     se = json.loads((RESULTS / "sample_efficiency.json").read_text())
     assert sample_efficiency_md(se) == (RESULTS / "sample_efficiency.md").read_text()

@@ -8,7 +8,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from pcbench.allocators import AllocationError
-from pcbench.analysis.map_report import starved_lines, tidy_cell
+from pcbench.reports.regime_map import starved_lines, tidy_cell
 from pcbench.analysis.map_scoring import score_cell
 from pcbench.analysis.runs import load_runs
 from pcbench.bench import launch

@@ -1,7 +1,7 @@
 """The docs cannot silently lie about the committed results.
 
-1. Every quoted block (`<!-- quoted: NAME -->`, pcbench/analysis/quoted.py) is what its .json
-   renders to today: rerun a benchmark and this fails until `python -m pcbench.analysis.quoted --write`.
+1. Every quoted block (`<!-- quoted: NAME -->`, pcbench/reports/quoted.py) is what its .json
+   renders to today: rerun a benchmark and this fails until `python -m pcbench.reports.quoted --write`.
 2. Every ratio with an interval the docs quote anywhere (`1.21x [0.88, inf]`, in README.md,
    docs/*.md, results/bench/README.md) is one the committed result files hold, unless it is listed
    in HISTORICAL with the reason it is not (a superseded run, a rescoring not committed).
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pcbench.analysis.quoted import BLOCK, refresh
+from pcbench.reports.quoted import BLOCK, refresh
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "results" / "bench"
@@ -74,7 +74,7 @@ def test_quoted_blocks_are_current(doc):
     text = (ROOT / doc).read_text()
     assert BLOCK.search(text), f"{doc} has no quoted block"
     _, stale = refresh(text)
-    assert stale == [], f"{doc}: stale {stale}; run python -m pcbench.analysis.quoted --write"
+    assert stale == [], f"{doc}: stale {stale}; run python -m pcbench.reports.quoted --write"
 
 
 def test_every_quoted_interval_is_in_a_result_file():

@@ -140,7 +140,7 @@ def test_the_probe_tells_mkls_branches_apart_when_torch_computes_the_products():
 
 
 def test_no_compiler_is_one_line_before_any_work(tmp_path):
-    code = ("from pcbench import detmm; from pcbench.bench.launch import compose_cfg\n"
+    code = ("from pcbench import detmm; from pcbench.config import compose_cfg\n"
             "from pcbench.config import check_config, ConfigError\n"
             "try:\n    check_config(compose_cfg([]))\nexcept ConfigError as e:\n    print('ERR', e)\n")
     env = {**os.environ, "CC": str(tmp_path / "no-such-cc"), "PATH": str(tmp_path), "PCBENCH_KERNEL_CACHE": str(tmp_path / "k")}

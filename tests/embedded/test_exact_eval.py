@@ -84,7 +84,7 @@ def test_exact_evaluation_is_deterministic_and_logs_no_measurement_noise(tmp_pat
 def test_the_pool_report_holds_the_exact_card_of_its_prompts(tmp_path):
     """pass_rate_report's "card" (cached in pool-<pool_key>.json, merged into the warm-start report)
     is pool_card of the exact pass rates of the prompts it probes, at the RL sampling settings."""
-    from pcbench.analysis.pool_card import pool_card
+    from pcbench.pool_card import pool_card
 
     cfg, task, tok, model = small_model(tmp_path)
     report = load_or_train(cfg, task, tok, log=lambda *_: None)[1]

@@ -28,7 +28,7 @@ RUN = """
 import json, sys, hashlib
 from pathlib import Path
 from pcbench import numerics
-from pcbench.bench.launch import compose_cfg
+from pcbench.config import compose_cfg
 from pcbench.runs import execute, load_backend
 from pcbench.backends.embedded.reference import metrics_digest
 out = Path(sys.argv[1]); over = json.loads(sys.argv[2])

@@ -23,7 +23,7 @@ def cache(tmp_path_factory):
 
 
 def steps(cache, tmp_path, *overrides, n_steps=3):
-    from pcbench.bench.launch import compose_cfg
+    from pcbench.config import compose_cfg
     from pcbench.config import check_config
 
     cfg = compose_cfg([*SMALL, f"paths.cache={cache}", f"paths.results={tmp_path}", *overrides])

@@ -33,7 +33,7 @@ def warmstart(cache: Path) -> dict:
     from pcbench.backends.embedded.task import SyntheticTask
     from pcbench.backends.embedded.tokenizer import CharTokenizer
     from pcbench.backends.embedded.warmstart import load_or_train
-    from pcbench.bench.launch import compose_cfg
+    from pcbench.config import compose_cfg
 
     cfg = compose_cfg([f"paths.cache={cache}"])
     return load_or_train(cfg, SyntheticTask.for_run(cfg), CharTokenizer(), log=lambda *_: None)[1]
@@ -47,7 +47,7 @@ def metrics_digest(rows: list[dict]) -> str:
 
 def grpo_first_steps(cache: Path, results: Path) -> str:
     """Digest of the metrics of GRPO seed 0's first GRPO_STEPS steps on the default config."""
-    from pcbench.bench.launch import compose_cfg
+    from pcbench.config import compose_cfg
     from pcbench.runs import execute, load_backend
 
     cfg = compose_cfg([f"paths.cache={cache}", f"paths.results={results}", "method=grpo", "seed=0",

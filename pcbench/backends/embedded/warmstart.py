@@ -28,7 +28,7 @@ from pcbench.backends.embedded.model import build_model, num_parameters
 from pcbench.backends.embedded.policy import build_token_batch, response_log_probs
 from pcbench.backends.embedded.task import SyntheticTask
 from pcbench.backends.embedded.tokenizer import CharTokenizer
-from pcbench.analysis.warmstart_note import stages
+from pcbench.backends.embedded.warmstart_stages import stages
 from pcbench.rundir import atomic_write_json
 
 HIST_EDGES = (0.0, 1e-9, 0.125, 0.375, 0.625, 0.875, 1.0 - 1e-9, 1.0)
@@ -377,9 +377,9 @@ def pool_report(model, task: SyntheticTask, tok: CharTokenizer, cfg, cache: Path
 @torch.no_grad()
 def pass_rate_report(model, task: SyntheticTask, tok: CharTokenizer, cfg, n_prompts: int = 256) -> dict:
     """Per-prompt pass rate over a sample of RL training prompts, n rollouts each, at rollout settings;
-    "card": the same prompts' pool card (pcbench.analysis.pool_card) from exact pass rates at the RL
+    "card": the same prompts' pool card (pcbench.pool_card) from exact pass rates at the RL
     settings (train.temperature / top_p), which a class share needs (n rollouts cannot tell 0.99 from 1)."""
-    from pcbench.analysis.pool_card import labelled_card
+    from pcbench.pool_card import labelled_card
     from pcbench.backends.embedded.evaluate import exact_pass_rates
 
     probs = task.train[:n_prompts]

@@ -12,6 +12,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from pcbench.analysis.formats import finite_or_none
 from pcbench.analysis.methods import method_order
 from pcbench.analysis.runs import ACC
 from pcbench.analysis.scoring import (bootstrap_mean_ci, censored_median, per_run_table, resolve_targets, score,
@@ -19,10 +20,6 @@ from pcbench.analysis.scoring import (bootstrap_mean_ci, censored_median, per_ru
 
 ORACLE = "oracle"
 GOALS = {"pc_vs_grpo": 1.9, "pc_vs_dapo": 4.0, "bayes_vs_pc": 1.0, "best_vs_oracle": 1.15}
-
-
-def _finite(x):
-    return None if x is None or not math.isfinite(x) else float(x)
 
 
 def rollouts_records(runs: pd.DataFrame, metrics: pd.DataFrame, seed: int, n_boot: int, target: float | None = None):
@@ -36,8 +33,8 @@ def rollouts_records(runs: pd.DataFrame, metrics: pd.DataFrame, seed: int, n_boo
     for rec in records:
         mine, oracle = rtt.get(rec["method"], np.array([])), rtt.get(ORACLE, np.array([]))
         point, low, high = speedup(mine, oracle, seed=seed, n_boot=n_boot) if oracle.size else (math.nan,) * 3
-        rec.update(ratio_to_oracle=_finite(point), ratio_to_oracle_ci_low=_finite(low),
-                   ratio_to_oracle_ci_high=_finite(high), best_val_acc=best.get(rec["method"]))
+        rec.update(ratio_to_oracle=finite_or_none(point), ratio_to_oracle_ci_low=finite_or_none(low),
+                   ratio_to_oracle_ci_high=finite_or_none(high), best_val_acc=best.get(rec["method"]))
     return records, table, warnings
 
 
@@ -109,7 +106,7 @@ def goals(records: list[dict], table: pd.DataFrame, seed: int, n_boot: int) -> d
     finite = {m: censored_median(v) for m, v in rtt.items() if m != ORACLE and math.isfinite(censored_median(v))}
     best = min(finite, key=finite.get) if finite else None
     measured = {"pc_vs_grpo": pc.get("speedup_vs_grpo"), "pc_vs_dapo": pc.get("speedup_vs_dapo"),
-                "bayes_vs_pc": _finite(bayes_vs_pc),
+                "bayes_vs_pc": finite_or_none(bayes_vs_pc),
                 "best_vs_oracle": by[best]["ratio_to_oracle"] if best else None}
     out = {}
     for key, want in GOALS.items():

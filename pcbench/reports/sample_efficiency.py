@@ -1,47 +1,87 @@
-"""Markdown for the committed benchmark files (the .json next to each holds every number)."""
+"""Scoring of the sample-efficiency benchmark: its run folders in, the report's numbers out.
+
+`score_benchmark(main folders, A/A folders, out)` reads the folders (pcbench.analysis.runs), scores
+rollouts-to-target at GRPO's best seed-mean val/acc and at the reference-budget target
+(pcbench.analysis.targets), the A/A floor, accuracy at GRPO's budget, wall-clock per step and per
+rollout, the issue's goals, and writes the raw curves (curves.csv), regime.csv and the regime
+card (regime_card.md + figure) into `out`. Which jobs ran, and where, is pcbench.bench's business:
+it adds the setup and the provenance and renders the report (pcbench.reports.sample_efficiency).
+"""
 
 from __future__ import annotations
 
-from pcbench.analysis.methods import label
-from pcbench.analysis.report import DID_NOT_REACH, fmt_rollouts, starved_line
-from pcbench.analysis.warmstart_note import warmstart_notice
+import json
+from pathlib import Path
 
-NA = "-"
+import pandas as pd
+
+from pcbench.analysis.regime import build_card, card_md, warm_start_pools
+from pcbench.analysis.regime_plot import draw_regime_card
+from pcbench.analysis.runs import load_runs
+from pcbench.analysis.scoring import N_BOOT
+from pcbench.reports.sample_efficiency_tables import budget_accuracy, goals, rollouts_records, timing_records
+from pcbench.analysis.targets import AA, aa_record, curves_table, grpo_targets
+from pcbench.rundir import atomic_write_text
+from pcbench.analysis.methods import label
+from pcbench.analysis.report import starved_line
+from pcbench.analysis.warmstart_note import warmstart_notice
+from pcbench.analysis.formats import (NA, accuracy_with_interval, fmt_rollouts, percent,
+                                      ratio_with_interval, rollouts_with_interval)
+
+NOTES = [
+    "- Cumulative rollouts come from the one ledger every allocator shares (pcbench/ledger.py); "
+    "per-run values are in the .json (`per_run`, rtt = inf when censored).",
+    "- The oracle measures each candidate's pass rate with extra rollouts the ledger does not see: "
+    "it bounds selection at GRPO's cost, not every allocator (one that reuses rollouts can beat it).",
+]
+
+
+def score_benchmark(present: list[str], aa_present: list[str], out: Path, n_boot: int = N_BOOT) -> dict:
+    """-> the report's scored fields (target, budget, records, timing, goals, per_run, warnings, targets,
+    aa, reference_records, regime_checks, notes) of the main run folders `present` and the A/A
+    folders `aa_present`; writes curves.csv, regime.csv and the regime card into `out`."""
+    if not present:
+        return {"target": None, "budget": None, "records": [], "timing": [], "goals": {}, "per_run": [],
+                "warnings": ["no run folders"], "notes": NOTES}
+    runs, metrics, warnings = load_runs(present)
+    records, table, more = rollouts_records(runs, metrics, 0, n_boot)
+    budget = budget_accuracy(metrics, records, 0, n_boot)
+    extra, more_warn = benchmark_extras(runs, metrics, aa_present, out, n_boot)
+    return {"target": records[0]["target"] if records else None, "budget": budget,
+            "records": records, "timing": timing_records(metrics),
+            "goals": goals(records, table, 0, n_boot),
+            "per_run": json.loads(table.to_json(orient="records")) if table is not None else [],
+            "warnings": warnings + more + more_warn, **extra, "notes": NOTES}
+
+
+def benchmark_extras(runs, metrics, aa_present: list[str], out: Path, n_boot: int) -> tuple[dict, list[str]]:
+    """Targets, the A/A records, the reference-target table; writes curves.csv, regime.csv and the
+    regime card into `out`. -> (report fields, warnings)."""
+    warnings, both = [], metrics
+    if aa_present:
+        _, aa_metrics, aa_warn = load_runs(aa_present)
+        warnings += aa_warn
+        both = pd.concat([metrics, aa_metrics.assign(method=AA)], ignore_index=True)
+    targets = grpo_targets(metrics)
+    extra = {"targets": targets, "aa": {name: aa_record(both, t, 0, n_boot) for name, t in targets.items()},
+             "reference_records": []}
+    if targets["reference"] is not None:
+        extra["reference_records"], _, ref_warn = rollouts_records(runs, metrics, 0, n_boot,
+                                                                   target=targets["reference"])
+        warnings += [f"reference target: {w}" for w in ref_warn]
+    curves_table(both).to_csv(out / "curves.csv", index=False)
+    regime, summaries, checks = build_card(metrics)
+    regime.to_csv(out / "regime.csv", index=False)
+    atomic_write_text(out / "regime_card.md", card_md(summaries, checks, pools=warm_start_pools(runs)))
+    draw_regime_card(regime, summaries, out)
+    extra["regime_checks"] = checks
+    return extra, warnings
+
+
 GOAL_TEXT = {"pc_vs_grpo": f"{label('pilot_commit')} >= {{goal}}x fewer rollouts to target than {label('grpo')}",
              "pc_vs_dapo": f"{label('pilot_commit')} >= {{goal}}x fewer than {label('dapo')}",
              "bayes_vs_pc": f"{label('pilot_commit_bayes')} ahead of {label('pilot_commit')} (speedup > {{goal}}x)",
              "best_vs_oracle": "best allocator within {goal}x of the oracle"}
-
-
-def _x(point, low=None, high=None, ci=True) -> str:
-    if point is None:
-        return NA
-    if not ci:
-        return f"{point:.2f}x"
-    lo = f"{low:.2f}" if low is not None else NA
-    hi = f"{high:.2f}" if high is not None else "inf"
-    return f"{point:.2f}x [{lo}, {hi}]"
-
-
-def _rtt(rec: dict) -> tuple[str, str]:
-    if rec["target"] is None:
-        return NA, NA
-    point = DID_NOT_REACH if rec["rollouts_to_target"] is None else fmt_rollouts(rec["rollouts_to_target"])
-    low, high = rec["rtt_ci_low"], rec["rtt_ci_high"]
-    if low is None and high is None:
-        return point, NA
-    ci = f"[{fmt_rollouts(low) if low is not None else NA}, {fmt_rollouts(high) if high is not None else 'inf'}]"
-    return point, ci
-
-
-def _pct(x) -> str:
-    return NA if x is None else f"{100 * x:.1f}%"
-
-
-def _acc_ci(r: dict) -> str:
-    if r.get("acc_at_budget") is None:
-        return NA
-    return f"{_pct(r['acc_at_budget'])} [{100 * r['acc_at_budget_ci_low']:.1f}, {100 * r['acc_at_budget_ci_high']:.1f}]"
 
 
 def rollouts_table(records: list[dict]) -> list[str]:
@@ -49,12 +89,12 @@ def rollouts_table(records: list[dict]) -> list[str]:
             "| final acc | best acc | total rollouts |")
     lines = [head, "|" + "---|" * 11]
     for r in records:
-        rtt, ci = _rtt(r)
+        rtt, ci = rollouts_with_interval(r)
         lines.append(f"| {label(r['method'])} | {r['reached']}/{r['seeds']} | {rtt} | {ci} "
-                     f"| {_x(r['speedup_vs_grpo'], r['speedup_vs_grpo_ci_low'], r['speedup_vs_grpo_ci_high'])} "
-                     f"| {_x(r['speedup_vs_dapo'], r['speedup_vs_dapo_ci_low'], r['speedup_vs_dapo_ci_high'])} "
-                     f"| {_x(r['ratio_to_oracle'], r['ratio_to_oracle_ci_low'], r['ratio_to_oracle_ci_high'])} "
-                     f"| {_acc_ci(r)} | {_pct(r['final_val_acc'])} | {_pct(r['best_val_acc'])} "
+                     f"| {ratio_with_interval(r['speedup_vs_grpo'], r['speedup_vs_grpo_ci_low'], r['speedup_vs_grpo_ci_high'])} "
+                     f"| {ratio_with_interval(r['speedup_vs_dapo'], r['speedup_vs_dapo_ci_low'], r['speedup_vs_dapo_ci_high'])} "
+                     f"| {ratio_with_interval(r['ratio_to_oracle'], r['ratio_to_oracle_ci_low'], r['ratio_to_oracle_ci_high'])} "
+                     f"| {accuracy_with_interval(r)} | {percent(r['final_val_acc'])} | {percent(r['best_val_acc'])} "
                      f"| {fmt_rollouts(r['cumulative_rollouts'])} |")
     return lines
 
@@ -113,7 +153,7 @@ def regime_lines(report: dict) -> list[str]:
     for c in checks:
         m = c["measured"]
         val = str(m) if isinstance(m, int) else (f"{100 * m:.2f} points" if ("se" in c["check"] or "gain" in c["check"])
-                                                 else _pct(m))
+                                                 else percent(m))
         out.append(f"- {c['check']}: {val} (goal {c['goal']}): {'met' if c['met'] else 'NOT met'}")
     return out + [""]
 
@@ -180,55 +220,3 @@ def sample_efficiency_md(report: dict) -> str:
     if report.get("notes"):
         out += ["## Notes", "", *report["notes"], ""]
     return "\n".join(out)
-
-
-def throughput_md(report: dict) -> str:
-    p = report["provenance"]
-    out = ["# Generation throughput: embedded sampler vs transformers generate", "",
-           f"Commit `{p['commit']}`, {p['date_utc']} UTC, {p['cpus']} CPUs, {report['threads']} torch thread(s), "
-           f"load average at start {p['loadavg_start']}.", "", f"Command: `{p['command']}`", "",
-           f"Same model ({report['model']}, {report['parameters']:,} parameters, {report['weights']}), same prompts "
-           f"(each of batch/n prompts repeated n={report['n']} times, as rollouts are), temperature "
-           f"{report['temperature']}, top_p {report['top_p']}, at most {report['max_new_tokens']} new tokens, "
-           f"median of {report['repeats']} timed repeats (the two samplers alternating) after one warm-up. "
-           "tokens/s counts generated tokens up to and including EOS; acc is the verifier's pass rate of the "
-           "samples. same tokens: the share of rows where both samplers, seeded alike, drew exactly the same "
-           "tokens (1.0 = the KV-cache sampler computes "
-           "generate's distribution; our sampler splits calls above 4096 rows into chunks, which reorders the "
-           "random draws, so there only acc and length can agree).", "",
-           "| batch | sampler | tokens/s | s/call | mean length | acc | same tokens | speed vs generate |",
-           "|" + "---|" * 8]
-    for row in report["rows"]:
-        rel = f"{row['vs_generate']:.2f}x" if row.get("vs_generate") else NA
-        out.append(f"| {row['batch']} | {row['sampler']} | {row['tokens_per_s']:,.0f} | {row['seconds']:.3f} "
-                   f"| {row['mean_length']:.2f} | {100 * row['acc']:.1f}% | {row['same_tokens']:.2f} | {rel} |")
-    return "\n".join(out + [""])
-
-
-# phases of `python -m pcbench.bench profile` (pcbench/bench/profile.py times them)
-PHASES = ("startup", "generation", "reward", "update", "evaluation", "allocator", "writing")
-
-
-def profile_md(report: dict) -> str:
-    meta = report["provenance"]
-    lines = ["# Embedded engine profile", "", *([report["note"], ""] if report.get("note") else []),
-             f"`{meta['command']}` at commit `{meta['commit'][:10]}`"
-             f"{' (dirty: ' + ', '.join(meta['dirty_files']) + ')' if meta['dirty_files'] else ''}, "
-             f"{meta['date_utc']} UTC; {meta['cpu']}, {meta['cpus']} CPUs, torch {meta['torch']}, "
-             f"transformers {meta['transformers']}, python {meta['python']}; one job at a time, one torch thread; "
-             f"load average {meta['loadavg_start']} at start, {meta.get('loadavg_end')} at end.", "",
-             f"Each job: `exp=sample_efficiency data.val_mode=exact`, {report['steps']} steps (exact evaluation at "
-             f"step 0, every `train.eval_every` steps and the last, which also samples the cross-check), in a fresh "
-             f"process. Seconds, wall (CPU in brackets); start-up = imports + config + model + warm-start load + "
-             f"verl import (imports alone in the last column).", "",
-             "| job | start-up | generation | reward | update | evaluation | allocator | writing | total | imports |",
-             "|---|" + "---:|" * 9]
-    for j in report["jobs"]:
-        cells = [f"{j['wall'][p]:.2f} ({j['cpu'][p]:.2f})" for p in PHASES]
-        lines.append(f"| {j['method']} n={j['n']} | " + " | ".join(cells)
-                     + f" | {j['total_wall']:.1f} ({j['total_cpu']:.1f}) | {j['imports_wall']:.1f} ({j['imports_cpu']:.1f}) |")
-    tot = {p: sum(j["wall"][p] for j in report["jobs"]) for p in PHASES}
-    all_wall = sum(tot.values())
-    lines += ["", "Share of all jobs' wall time: " + ", ".join(f"{p} {100 * tot[p] / all_wall:.0f}%" for p in PHASES)
-              + f" (of {all_wall:.1f} s).", ""]
-    return "\n".join(lines)

@@ -11,7 +11,7 @@ half solved, half never. The card counts prompts per class instead (pure functio
 
 The pass-rate report of a pool (pcbench.backends.embedded.warmstart.pass_rate_report), the regime
 card (pcbench.analysis.regime) and the predictor (pcbench.predict) show it; the warm-start spread
-(pcbench.analysis.warmstart_spread) compares it across warm starts.
+(pcbench.reports.warmstart_spread) compares it across warm starts.
 """
 
 from __future__ import annotations

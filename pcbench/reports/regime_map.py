@@ -20,12 +20,12 @@ from pcbench.analysis.regime import regime_table
 from pcbench.analysis.report import starved_line
 from pcbench.analysis.runs import failed_runs
 from pcbench.analysis.targets import AA, curves_table
-from pcbench.analysis.target_sweep import by_target
+from pcbench.reports.regime_map_by_target import by_target
 from pcbench.analysis.warmstart_note import warmstart_notice
 from pcbench.rundir import atomic_write_json, atomic_write_text
 
 
-def _x(r: dict | None) -> str:
+def _ratio_with_open_interval(r: dict | None) -> str:
     if not r or r.get("ratio") is None:
         return "-"
     high = "inf" if r.get("high_inf") else (f"{r['high']:.2f}" if r.get("high") is not None else "?")
@@ -33,18 +33,18 @@ def _x(r: dict | None) -> str:
     return f"{r['ratio']:.2f}x [{low}, {high}]"
 
 
-def _s(r: dict | None) -> str:
+def _survival_speedup(r: dict | None) -> str:
     """A survival speedup {speedup, low, high} as '1.23x [0.98, 1.50]'."""
     if not r or r.get("speedup") is None:
         return "-"
     return f"{r['speedup']:.2f}x [{r['low']:.2f}, {r['high']:.2f}]"
 
 
-def _p(v) -> str:
+def _whole_percent(v) -> str:
     return "-" if v is None or (isinstance(v, float) and not math.isfinite(v)) else f"{100 * v:.0f}%"
 
 
-def _f(v, fmt="{:.2f}") -> str:
+def _number_or_dash(v, fmt="{:.2f}") -> str:
     return "-" if v is None else fmt.format(v)
 
 
@@ -67,11 +67,11 @@ def report_md(report: dict) -> str:
             out.append(f"| {name} | " + " | ".join(levels.values()) + f" | {c['status']} |" + " |" * 12)
             continue
         r = c["regime"]
-        out.append(f"| {name} | " + " | ".join(levels.values()) + f" | {runs} | {_p(c['target'])} | {_x(c['aa'])} "
-                   f"| {'yes' if c['aa']['resolves'] else 'NO'} | {_x(c['pc_vs_grpo'])} | {_s(c.get('survival', {}).get('pc_vs_grpo'))} "
-                   f"| {_f(c['predicted'].get('pilot_commit'), '{:.2f}x')} | {_x(c['pc_vs_dapo'])} "
-                   f"| {_p(r['grpo_zero_variance'])} | {_f(r['pc_rounds_per_step'])} | {_p(r['pc_in_band'])} "
-                   f"| {_f(r['pc_epochs_at_target'])} |")
+        out.append(f"| {name} | " + " | ".join(levels.values()) + f" | {runs} | {_whole_percent(c['target'])} | {_ratio_with_open_interval(c['aa'])} "
+                   f"| {'yes' if c['aa']['resolves'] else 'NO'} | {_ratio_with_open_interval(c['pc_vs_grpo'])} | {_survival_speedup(c.get('survival', {}).get('pc_vs_grpo'))} "
+                   f"| {_number_or_dash(c['predicted'].get('pilot_commit'), '{:.2f}x')} | {_ratio_with_open_interval(c['pc_vs_dapo'])} "
+                   f"| {_whole_percent(r['grpo_zero_variance'])} | {_number_or_dash(r['pc_rounds_per_step'])} | {_whole_percent(r['pc_in_band'])} "
+                   f"| {_number_or_dash(r['pc_epochs_at_target'])} |")
     out += ["", "## Predicted vs measured speedup over GRPO", "",
             "Predicted = (learning signal per step / GRPO's) / (rollouts per step / GRPO's), the signal being the "
             "sum of p(1-p) over a step's trained groups; means over each method's seeds and steps (per run: the .json).",
@@ -81,8 +81,8 @@ def report_md(report: dict) -> str:
             continue
         for method, key in (("pilot_commit", "pc_vs_grpo"), ("dapo", "dapo_vs_grpo")):
             if method in c["predicted"]:
-                out.append(f"| {name} | {method} | {_f(c['signal_ratio'].get(method))} | {_f(c['rollouts_ratio'].get(method))} "
-                           f"| {_f(c['predicted'].get(method), '{:.2f}x')} | {_x(c[key])} |")
+                out.append(f"| {name} | {method} | {_number_or_dash(c['signal_ratio'].get(method))} | {_number_or_dash(c['rollouts_ratio'].get(method))} "
+                           f"| {_number_or_dash(c['predicted'].get(method), '{:.2f}x')} | {_ratio_with_open_interval(c[key])} |")
     for name in pm.get("cells") or [pm["cell"]]:
         out += ["", f"## Pre-registered paper-matched cell: `{name}`", "", *aiming_lines(cells.get(name, {}), pm["criteria"],
                                                                                      (grid.get("predictions") or {}).get(name))]
@@ -106,38 +106,38 @@ def aiming_lines(c: dict, crit: dict, predicted: dict | None) -> list[str]:
     r, met, pred = c["regime"], c["met"], predicted or {}
     def p(key, fmt):  # the registered prediction of one quantity, "-" where none was registered
         return "-" if pred.get(key) is None else fmt(pred[key])
-    rows = [("GRPO zero-variance share", str(crit["grpo_zero_variance"]), p("grpo_zero_variance", _p),
-             _p(r["grpo_zero_variance"]), met["grpo_zero_variance"]),
-            ("PC sampling rounds per step", f"<= {crit['pc_rounds_per_step_max']}", p("pc_rounds_per_step", _f),
-             _f(r["pc_rounds_per_step"]), met["pc_rounds_per_step"]),
-            ("PC pool epochs at target", str(crit["epochs_at_target"]), p("pc_epochs_at_target", _f),
-             _f(r["pc_epochs_at_target"]), met["epochs_at_target"])]
+    rows = [("GRPO zero-variance share", str(crit["grpo_zero_variance"]), p("grpo_zero_variance", _whole_percent),
+             _whole_percent(r["grpo_zero_variance"]), met["grpo_zero_variance"]),
+            ("PC sampling rounds per step", f"<= {crit['pc_rounds_per_step_max']}", p("pc_rounds_per_step", _number_or_dash),
+             _number_or_dash(r["pc_rounds_per_step"]), met["pc_rounds_per_step"]),
+            ("PC pool epochs at target", str(crit["epochs_at_target"]), p("pc_epochs_at_target", _number_or_dash),
+             _number_or_dash(r["pc_epochs_at_target"]), met["epochs_at_target"])]
     if "near_solved_max" in crit:
-        rows.append(("pool near-solved share (card)", f"<= {crit['near_solved_max']}", p("near_solved", _p),
-                     _p(r.get("near_solved")), met.get("near_solved")))
+        rows.append(("pool near-solved share (card)", f"<= {crit['near_solved_max']}", p("near_solved", _whole_percent),
+                     _whole_percent(r.get("near_solved")), met.get("near_solved")))
     out = ["| criterion | goal | predicted (registered) | measured | met |", "|---|---|---|---|---|",
            *(f"| {a} | {b} | {pr} | {m} | {ok} |" for a, b, pr, m, ok in rows), ""]
     sv = c.get("survival", {})
     out.append("Survival (Weibull AFT speedup, Wald 95%; censored runs count to their last evaluation): "
-               f"PC vs GRPO {_s(sv.get('pc_vs_grpo'))}, PC vs DAPO {_s(sv.get('pc_vs_dapo'))}, A/A {_s(sv.get('aa'))}.")
-    out.append(f"PC vs GRPO {_x(c['pc_vs_grpo'])} (registered prediction {p('pc_vs_grpo', lambda v: f'{v:.2f}x')}), "
-               f"vs DAPO {_x(c['pc_vs_dapo'])} (registered {p('pc_vs_dapo', lambda v: f'{v:.2f}x')}); A/A {_x(c['aa'])} "
+               f"PC vs GRPO {_survival_speedup(sv.get('pc_vs_grpo'))}, PC vs DAPO {_survival_speedup(sv.get('pc_vs_dapo'))}, A/A {_survival_speedup(sv.get('aa'))}.")
+    out.append(f"PC vs GRPO {_ratio_with_open_interval(c['pc_vs_grpo'])} (registered prediction {p('pc_vs_grpo', lambda v: f'{v:.2f}x')}), "
+               f"vs DAPO {_ratio_with_open_interval(c['pc_vs_dapo'])} (registered {p('pc_vs_dapo', lambda v: f'{v:.2f}x')}); A/A {_ratio_with_open_interval(c['aa'])} "
                f"({'resolves' if c['aa']['resolves'] else 'does not resolve'}).")
     return out
 
 
 def target_lines(cells: dict) -> list[str]:
-    """The exploratory table of pcbench.analysis.target_sweep: each scored cell at lower targets."""
+    """The exploratory table of pcbench.reports.regime_map_by_target: each scored cell at lower targets."""
     rows = [(n, r) for n, c in cells.items() if c["status"] == "scored" for r in c.get("by_target", [])]
     if not rows:
         return []
     out = ["## Exploratory, not pre-registered: the same runs at lower targets", "",
            "Target = GRPO's seed-mean val/acc at its first evaluation + fraction x (its peak - that); fraction 1 is "
            "the registered target. Which target would have resolved the A/A, and whether the verdicts depend on it "
-           "(pcbench/analysis/target_sweep.py). No claim rests on this table.", "",
+           "(pcbench/reports/regime_map_by_target.py). No claim rests on this table.", "",
            "| cell | fraction | target | A/A | resolves | PC vs GRPO | PC vs DAPO |", "|---|---|---|---|---|---|---|"]
-    out += [f"| {n} | {r['fraction']:.2f} | {100 * r['target']:.1f}% | {_x(r['aa'])} | {'yes' if r['aa']['resolves'] else 'NO'} "
-            f"| {_x(r['pc_vs_grpo'])} | {_x(r['pc_vs_dapo'])} |" for n, r in rows]
+    out += [f"| {n} | {r['fraction']:.2f} | {100 * r['target']:.1f}% | {_ratio_with_open_interval(r['aa'])} | {'yes' if r['aa']['resolves'] else 'NO'} "
+            f"| {_ratio_with_open_interval(r['pc_vs_grpo'])} | {_ratio_with_open_interval(r['pc_vs_dapo'])} |" for n, r in rows]
     return out + [""]
 
 
@@ -204,14 +204,14 @@ def draw_heatmap(table: pd.DataFrame, knobs: list[str], out_dir: Path, name: str
         text = r["status"]
         if r["status"] == "scored":
             ratio = "-" if pd.isna(r.get("pc_vs_grpo")) else f"{r['pc_vs_grpo']:.2f}x"
-            ci = f"[{_f(None if pd.isna(r.get('low')) else r['low'])}, {_f(None if pd.isna(r.get('high')) else r['high'])}]"
+            ci = f"[{_number_or_dash(None if pd.isna(r.get('low')) else r['low'])}, {_number_or_dash(None if pd.isna(r.get('high')) else r['high'])}]"
             if ratio == "-":  # a censored median has no ratio; the survival fit still uses every run
                 ratio, ci = "median censored", ("" if pd.isna(r.get("survival")) else
                                                 f"\nsurvival {r['survival']:.2f}x [{r['survival_low']:.2f}, {r['survival_high']:.2f}]")
             verdict = "ok" if r["aa_resolves"] else ("NO" if r["complete"] else "partial runs")
             text = (f"{ratio} {ci}\nA/A {verdict}"
-                    f"\nrounds {_f(None if pd.isna(r.get('rounds')) else r['rounds'], '{:.1f}')}, "
-                    f"in band {_p(None if pd.isna(r.get('in_band')) else r['in_band'])}")
+                    f"\nrounds {_number_or_dash(None if pd.isna(r.get('rounds')) else r['rounds'], '{:.1f}')}, "
+                    f"in band {_whole_percent(None if pd.isna(r.get('in_band')) else r['in_band'])}")
         ax.text(j, i, text, ha="center", va="center", fontsize=7)
     ax.imshow(np.ma.masked_invalid(val), cmap="RdBu", norm=mcolors.TwoSlopeNorm(0.0, -1.5, 1.5), aspect="auto")
     ax.set_xticks(range(len(col_keys)), ["/".join(k) for k in col_keys])

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from pcbench.analysis.map_scoring import DAPO, GRPO, PC, _ratio, _rtts, aa_ratio, crossings, grpo_mean_curve
+from pcbench.analysis.map_scoring import aa_ratio, crossings, grpo_mean_curve, ratio_record, seed_rtts
+from pcbench.analysis.methods import DAPO, GRPO, PC
 
 FRACTIONS = (0.5, 0.75, 0.9, 1.0)
 
@@ -28,8 +29,8 @@ def by_target(curves: pd.DataFrame, n_boot: int, fractions=FRACTIONS) -> list[di
     for f in fractions:
         target = peak if f == 1.0 else start + f * (peak - start)  # f = 1 is exactly cell_target's value
         cross = crossings(curves, target)
-        grpo = _rtts(cross, GRPO)
+        grpo = seed_rtts(cross, GRPO)
         rows.append({"fraction": f, "target": target, "aa": aa_ratio(cross, n_boot),
-                     "pc_vs_grpo": _ratio(grpo, _rtts(cross, PC), n_boot),
-                     "pc_vs_dapo": _ratio(_rtts(cross, DAPO), _rtts(cross, PC), n_boot)})
+                     "pc_vs_grpo": ratio_record(grpo, seed_rtts(cross, PC), n_boot),
+                     "pc_vs_dapo": ratio_record(seed_rtts(cross, DAPO), seed_rtts(cross, PC), n_boot)})
     return rows

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from pcbench.analysis.engine_speed import wall_table
+from pcbench.reports.engine_speed import wall_table
 
 
 def load(folder: Path, cell: str) -> tuple[pd.DataFrame, dict[str, dict]]:

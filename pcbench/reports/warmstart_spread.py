@@ -1,12 +1,12 @@
 """The warm start's regime under float noise (pcbench.bench.warmstart_spread runs it):
-warmstart_spread.{md,json} over the pool cards (pcbench.analysis.pool_card) of several warm starts."""
+warmstart_spread.{md,json} over the pool cards (pcbench.pool_card) of several warm starts."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from pcbench.analysis.pool_card import CLASS_NOTE, CLASSES, pool_card  # noqa: F401 (CLASSES, pool_card: moved there)
+from pcbench.pool_card import CLASS_NOTE, CLASSES, pool_card  # noqa: F401 (CLASSES, pool_card: moved there)
 
 TIERS = ("add22", "add33", "add44")
 
