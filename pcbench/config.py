@@ -56,7 +56,6 @@ class TrainConfig:
     val_top_p: float = 0.7  # nucleus sampling of evaluation
     checkpoint_every: int = 10  # steps between checkpoints (a resumed run restarts from the last)
     threads: int = 0  # torch threads per run (0 = leave torch's default)
-    share_cores: bool = True  # pcbench's products use fewer threads while other processes hold cores
 
 
 @dataclass

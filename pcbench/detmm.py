@@ -29,8 +29,6 @@ from pathlib import Path
 
 import torch
 
-from pcbench import coreshare
-
 SOURCE = Path(__file__).with_name("detgemm.c")
 FLAGS = ["-O2", "-mavx2", "-mfma", "-ffp-contract=off", "-fno-fast-math", "-fopenmp", "-fPIC", "-shared"]
 
@@ -109,8 +107,7 @@ def available() -> str | None:
 def bmm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """a (batch, M, K) @ b (batch, K, N) -> (batch, M, N), fp32, no autograd. `a` may have any strides;
     `b` is copied only when its last dimension is not contiguous. Batches (or rows) are split over
-    torch's thread count, or fewer while other processes hold cores (pcbench/coreshare.py): an
-    element's arithmetic does not depend on which thread computes it."""
+    torch's thread count: an element's arithmetic does not depend on which thread computes it."""
     if a.dtype != torch.float32 or b.dtype != torch.float32 or a.device.type != "cpu":
         raise TypeError(f"detmm: fp32 CPU tensors only (got {a.dtype} on {a.device}, {b.dtype})")
     if b.stride(-1) != 1 and b.size(-1) > 1:
@@ -119,8 +116,7 @@ def bmm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     N = b.size(-1)
     out = torch.empty(batch, M, N, dtype=torch.float32)
     _lib().pcbench_det_gemm(batch, M, N, K, a.data_ptr(), a.stride(0), a.stride(1), a.stride(2), b.data_ptr(),
-                            b.stride(0), b.stride(1), out.data_ptr(), M * N, N,
-                            coreshare.threads(torch.get_num_threads()))
+                            b.stride(0), b.stride(1), out.data_ptr(), M * N, N, torch.get_num_threads())
     return out
 
 

@@ -148,7 +148,6 @@ ROOT_RULES = [
     num("train.val_top_p", 0.0, 1.0, lo_open=True),
     int_ge("train.checkpoint_every", 1, "steps between checkpoints"),
     int_ge("train.threads", 0, "torch threads per run (0 = torch's default)"),
-    boolean("train.share_cores"),
     boolean("logging.progress"),
     boolean("logging.wandb"),
     text("logging.wandb_project"),

@@ -27,7 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 # train.threads: results are bit-identical only at a fixed thread count, but a user moving a run
 # between machines keeps its folder. backend.watchdog_s: raising the hang bound must resume.
 NON_IDENTITY_KEYS = ("logging", "paths", "resume", "dry_run", "hydra",
-                     "train.threads", "train.share_cores", "train.checkpoint_every", "backend.watchdog_s",
+                     "train.threads", "train.checkpoint_every", "backend.watchdog_s",
                      "backend.ray_port", "backend.ray_join_timeout_s")
 
 

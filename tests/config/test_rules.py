@@ -331,8 +331,6 @@ REJECTED = [
 # typed keys whose wrong type Hydra/OmegaConf refuse while composing (pcbench.run prints it as one line)
 TYPE_REJECTED = [
     ("dry_run", ["dry_run=maybe"], "Error merging override dry_run=maybe; Value 'maybe' is not a valid bool (type str)"),
-    ("train.share_cores", ["train.share_cores=maybe"],
-     "Error merging override train.share_cores=maybe; Value 'maybe' is not a valid bool (type str)"),
     ("logging.progress", ["logging.progress=maybe"],
      "Error merging override logging.progress=maybe; Value 'maybe' is not a valid bool (type str)"),
     ("logging.wandb", ["logging.wandb=maybe"],

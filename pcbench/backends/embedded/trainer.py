@@ -14,7 +14,7 @@ import torch
 from omegaconf import OmegaConf
 from tqdm import tqdm
 
-from pcbench import coreshare, numerics
+from pcbench import numerics
 from pcbench.allocators import AllocContext, StepBatch, build_allocator
 from pcbench.backends.embedded import checkpoint
 from pcbench.backends.embedded.evaluate import evaluate
@@ -52,7 +52,6 @@ class EmbeddedRun:
         self.cfg, self.rundir, self.log = cfg, rundir, log
         if int(cfg.train.threads) > 0:
             torch.set_num_threads(int(cfg.train.threads))
-        coreshare.enable(bool(cfg.train.get("share_cores", True)))  # the products follow the load; floats unchanged
         self.tok = CharTokenizer()
         self.task = SyntheticTask.for_run(cfg)
         self.model, self.warmstart = load_or_train(cfg, self.task, self.tok, log=log)
