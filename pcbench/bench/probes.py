@@ -338,8 +338,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     extra = _extra(args)
     if args.command == "run":
-        jobs = [j for n in names for j in design_jobs(spec, n, extra) if not is_scored(run_folder(j))]
-        launch(jobs, workers=1, log_dir=Path(args.runs) / "probes" / "logs")
+        for n in names:  # one design after the other, one run at a time (1 torch thread)
+            jobs = [j for j in design_jobs(spec, n, extra) if not is_scored(run_folder(j))]
+            launch(jobs, workers=1, log_dir=Path(args.runs) / "probes" / "logs" / n)
     results = write(spec, names, extra, args.out, with_cards=True)
     print(*table_md(spec, {n: results.get(n, {}) for n in names}), sep="\n")
     return 0
