@@ -270,7 +270,7 @@ def report_md(spec: dict, results: dict, cards: dict) -> str:
              f"[{c['epochs_at_target'][0]}, {c['epochs_at_target'][1]}] (seed median); the pool card's near-solved "
              f"share <= {c['near_solved_max']:.2f} (exact pass rates, 256 pool prompts).", "",
              *spec.get("machine_note", "").strip().splitlines(), "", "Rerun: `" + spec["command"] + "`", "",
-             *table_md(spec, results), "", "## Designs", ""]
+             *table_md(spec, results), "", *spec.get("findings", "").strip().splitlines(), "", "## Designs", ""]
     for name, d in spec["designs"].items():
         lines.append(f"- `{name}`: {d['note'].strip()} Overrides: `{' '.join(d['overrides'])}`")
     for name, card in cards.items():
