@@ -50,7 +50,7 @@ def load_plan(path: Path = PLAN) -> dict:
 def design_jobs(spec: dict, name: str, extra: list[str]) -> list[Job]:
     design = spec["designs"][name]
     common = [*spec["common"], *design["overrides"], "experiment=probes", *extra]
-    return plan(list(spec["methods"]), list(spec["seeds"]), common)
+    return plan(list(spec["methods"]), list(design.get("seeds", spec["seeds"])), common)
 
 
 # -- scoring: the run folders' metrics.jsonl -> curves -> criteria --------------------------------
@@ -262,7 +262,7 @@ def report_md(spec: dict, results: dict, cards: dict) -> str:
 
     c = spec["criteria"]
     lines = ["# Probes: task designs against the paper's regime (issue 43)", "",
-             f"Short runs ({len(spec['seeds'])} seeds x {spec['steps']} steps of {', '.join(spec['methods'])}) per design "
+             f"Short runs ({len(spec['seeds'])} seeds unless the design says more, x {spec['steps']} steps of {', '.join(spec['methods'])}) per design "
              f"(conf/bench/probes.yaml), common overrides `{' '.join(spec['common'])}`. Criteria: GRPO zero-variance "
              f"in [{c['grpo_zero_variance'][0]:.2f}, {c['grpo_zero_variance'][1]:.2f}] of trained groups; PC sampling "
              f"rounds per step <= {c['pc_rounds_max']} on average and <= {c['pc_rounds_last_third_max']} in the last "
