@@ -217,7 +217,7 @@ def score_design(spec: dict, name: str, extra: list[str]) -> tuple[pd.DataFrame,
     if not frames:
         return pd.DataFrame(), {}
     curves = pd.concat(frames, ignore_index=True)
-    m = measure(curves, int(spec["steps"]), near)
+    m = measure(curves, int(spec["designs"][name].get("steps", spec["steps"])), near)
     m["runs"] = runs
     m["met"] = judge(m, spec["criteria"])
     return curves, m
