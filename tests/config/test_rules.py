@@ -235,6 +235,10 @@ REJECTED = [
      "data=synthetic-arith: Key 'tiers' is not in struct; the embedded task needs it (see conf/data/synthetic.yaml)"),
     ('data.tiers', ['+data.tiers.add99=0.5'],
      "data.tiers={…'add99': 0.5}: must be a non-empty mapping tier: weight >= 0 (sum > 0) over add11, …"),
+    ('data.tiers', ['+data.tiers.add42c5=0.5'],  # the finer ladder has no carry tiers: add42c5 is not a tier
+     "data.tiers={…'add42c5': 0.5}: must be a non-empty mapping tier: weight >= 0 (sum > 0) over add11, …"),
+    ('data.tiers', ['data=synthetic_skills', '+data.tiers.sub55=0.5'],  # the sub skill's ladder stops at sub44
+     "data.tiers={…'sub55': 0.5}: must be a non-empty mapping tier: weight >= 0 (sum > 0) over add11, …"),
     ('data.tiers', ['data.tiers.add22=-1'],
      "data.tiers={…'add22': -1…}: must be a non-empty mapping tier: weight >= 0 (sum > 0) over add11, …"),
     ('data.sft_tiers', ['data.sft_tiers.add21=-1'],
@@ -369,7 +373,8 @@ def test_wrong_type_is_refused_while_composing(key, overrides, message):
 def test_defaults_of_every_group_pass():
     for overrides in ([], ["method=dapo"], ["method=pilot_commit"], ["method=pilot_commit_bayes"], ["method=greso"],
                       ["method=mopps"], ["method=oracle"], ["method=pods"], ["method=speed_rl"], VERL,
-                      ["backend=verl", "model=qwen3-8b", "data=polaris"]):
+                      ["backend=verl", "model=qwen3-8b", "data=polaris"], ["data=synthetic_skills"],
+                      ["data=synthetic_continuum", "+data.tiers.add42=0.2", "+data.tiers.add53=0.1"]):
         check_config(cfg_of(*overrides))
 
 

@@ -95,3 +95,26 @@ def test_never_share_reweights_the_never_tier_against_the_rest():
     share = np.mean([p.tier == "add44" for p in task.train])
     assert abs(share - 0.4) < 0.04, share
     assert pool_tiers(OmegaConf.create({"tiers": {"add22": 1.0}, "never_share": None})) == {"add22": 1.0}
+
+
+@pytest.mark.parametrize("tier,digits", [("add31", (3, 1)), ("add42", (4, 2)), ("add53", (5, 3)), ("add65", (6, 5)),
+                                         ("sub32", (3, 2)), ("sub33", (3, 3)), ("sub43", (4, 3)), ("sub44", (4, 4))])
+def test_finer_ladder_and_sub_skill_tiers_draw_their_operand_lengths(tier, digits):
+    """The finer ladder (add<da><db>) and the sub skill (data=synthetic_skills): each operand has exactly
+    its digit count, and the reversed answer is the result (a difference > 0) least-significant digit first."""
+    op = tier[:3] == "add" and "+" or "-"
+    for p in sample_problems(40, {tier: 1.0}, np.random.default_rng(1), reverse=True):
+        a, b = p.prompt.rstrip("=").split(op)
+        assert (len(a), len(b)) == digits, p
+        value = int(a) + int(b) if op == "+" else int(a) - int(b)
+        assert value > 0 and p.answer == str(value)[::-1]
+
+
+def test_skills_pool_draws_both_skills_and_keeps_the_default_tiers_untouched():
+    task = SyntheticTask.for_run(cfg_of("data=synthetic_skills"))
+    tiers = {p.tier for p in task.train}
+    # both skills, and no add22: its weight 0 takes out the tier synthetic.yaml's mapping merges in
+    assert tiers == {"add33", "add43", "add44", "sub32", "sub33"} and len(task.train) == 800
+    from pcbench.backends.embedded.task import TIERS
+    assert TIERS["add21"] == ("+", (10, 99), (0, 9)) and TIERS["add44"] == ("+", (1000, 9999), (1000, 9999))
+    assert TIERS["sub22"] == ("-", (10, 99), (10, 99)) and TIERS["add42"] == ("+", (1000, 9999), (10, 99))

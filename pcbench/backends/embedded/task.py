@@ -49,6 +49,17 @@ TIERS = {
     "mul21": ("*", (10, 99), (2, 9)),
     "mul22": ("*", (10, 99), (10, 99)),
 }
+# The finer ladder (issue 43): every add<da><db> with 1 <= db <= da <= 6 digits, so that operand
+# lengths step one digit at a time (add42 between add32 and add43, add53 between add43 and add44...).
+# Added after the tiers above, which keep their entries: a config naming only those is unchanged.
+for _da in range(1, 7):
+    for _db in range(1, _da + 1):
+        TIERS.setdefault(f"add{_da}{_db}", ("+", (10 ** (_da - 1) if _da > 1 else 0, 10 ** _da - 1),
+                                             (10 ** (_db - 1) if _db > 1 else 0, 10 ** _db - 1)))
+# a second skill with its own ladder (data=synthetic_skills): differences of longer numbers (a draw
+# whose difference is <= 0, or ends in 0 when reversed, is drawn again, as for every tier)
+for _da, _db in ((3, 2), (3, 3), (4, 3), (4, 4)):
+    TIERS.setdefault(f"sub{_da}{_db}", ("-", (10 ** (_da - 1), 10 ** _da - 1), (10 ** (_db - 1), 10 ** _db - 1)))
 # tier -> the exact number of carries of its column addition (tiers named add<da><db>c<k>)
 CARRIES: dict[str, int] = {}
 for _base, _cols in (("add22", 2), ("add32", 3), ("add33", 3), ("add43", 4), ("add44", 4), ("add55", 5)):
