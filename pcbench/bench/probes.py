@@ -168,12 +168,12 @@ def scan(overrides: list[str], tiers: list[str], per_tier: int) -> dict:
     each tier in `tiers`, on the config's warm start (trained once if not cached)."""
     import torch
 
-    from pcbench.analysis.pool_card import pool_card
+    from pcbench.pool_card import pool_card
     from pcbench.backends.embedded.evaluate import exact_pass_rates
     from pcbench.backends.embedded.task import SyntheticTask, sample_problems
     from pcbench.backends.embedded.tokenizer import CharTokenizer
     from pcbench.backends.embedded.warmstart import cache_key, load_or_train
-    from pcbench.bench.launch import compose_cfg
+    from pcbench.config import compose_cfg
     from pcbench.config import check_config
 
     cfg = compose_cfg(overrides)
@@ -258,7 +258,7 @@ def table_md(spec: dict, results: dict) -> list[str]:
 
 
 def report_md(spec: dict, results: dict, cards: dict) -> str:
-    from pcbench.analysis.pool_card import card_md
+    from pcbench.pool_card import card_md
 
     c = spec["criteria"]
     lines = ["# Probes: task designs against the paper's regime (issue 43)", "",
@@ -324,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.command == "scan":
         rep = scan([*args.overrides, f"paths.cache={args.cache}"], [t for t in args.tiers.split(",") if t], args.per_tier)
-        from pcbench.analysis.pool_card import card_text
+        from pcbench.pool_card import card_text
         for key in ("pool", "pool_by_skill", "tiers"):
             if rep[key]:
                 print(f"\n{key}:", *card_text(rep[key]), sep="\n")
