@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.verl_cpu, pytest.mark.slow,
               pytest.mark.skipif(importlib.util.find_spec("vllm") is None,
                                  reason="needs vLLM's CPU build: pip install -e '.[test,verl-cpu]' (README)")]
-TIMEOUT_S = 900  # a launch: 265 s measured for the Pilot-Commit run beside the other worker (3.4x)
+TIMEOUT_S = 1200  # a launch: the Pilot-Commit run 265-360 s in CI beside the other worker (3.3x and more)
 
 
 @pytest.fixture(scope="module")
