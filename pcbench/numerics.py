@@ -42,25 +42,24 @@ def pin(environ=os.environ) -> dict:
     return {k: environ[k] for k in PINS}
 
 
-def cpu_model() -> str:
+def _cpuinfo(field: str) -> str | None:
+    """The first /proc/cpuinfo line's value for `field` ('model name', 'vendor_id'), or None."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
+            if line.startswith(field):
                 return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return platform.processor() or platform.machine()
+    return None
+
+
+def cpu_model() -> str:
+    return _cpuinfo("model name") or platform.processor() or platform.machine()
 
 
 def cpu_vendor() -> str:
-    """/proc/cpuinfo's vendor_id (GenuineIntel, AuthenticAMD, ...), or 'unknown'."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("vendor_id"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
+    """GenuineIntel, AuthenticAMD, ... or 'unknown'."""
+    return _cpuinfo("vendor_id") or "unknown"
 
 
 def blas() -> str:
