@@ -107,7 +107,8 @@ def pytest_runtest_logreport(report):
 
 
 def pytest_terminal_summary(terminalreporter):
-    """One line of the longest work units: with two workers the `ray` unit is the session's critical path."""
+    """One line of the longest work units and their sum: with two workers, the wall time is at least half
+    the sum and at least the `ray` unit (which one runs alone)."""
     if _UNIT_SECONDS:
         top = sorted(_UNIT_SECONDS.items(), key=lambda kv: -kv[1])[:8]
         terminalreporter.write_line("work units, seconds: " + ", ".join(f"{u} {s:,.0f}" for u, s in top)

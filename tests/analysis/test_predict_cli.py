@@ -79,10 +79,7 @@ def test_the_verl_probe_card_is_labelled_sampled(monkeypatch):
 @pytest.mark.slow
 def test_embedded_default_probe_on_the_default_warm_start(capsys, default_warmstart_cache):
     """The default probe a user runs first, on the session's default warm start (tests/conftest.py:
-    trained once for every test that needs it)."""
-    from pcbench.backends.embedded import reference
-
-    reference.warmstart(default_warmstart_cache)
+    trained once for every test that needs it, by the fixture itself)."""
     assert predict.main([f"paths.cache={default_warmstart_cache}", "--prompts", "32", "--format", "json",
                          "--no-progress"]) == 0
     rep = json.loads(capsys.readouterr().out)
