@@ -41,6 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from pcbench.pool_card import CLASS_NOTE, card_caption, card_md, card_text, labelled_card
+from pcbench.analysis.supply import SUPPLY_RATES, SupplyPool, SupplyRun, project, thirds, warning
 from pcbench.analysis.predictor import PRERUN_CALIBRATION, PRERUN_ERROR, PRERUN_SUPPLY, Setup, prerun
 
 N_BOOT = 200
@@ -255,6 +256,30 @@ def predict(rates: np.ndarray, setup: Setup, pilots: list[int], seed: int = 0, n
             "rows": rows, "recommendation": rec_}
 
 
+def supply_outlook(rep: dict, card: dict, facts: dict, cfg) -> dict:
+    """Pilot-Commit's projected rounds per step by thirds of the horizon and its STARVE / DRAIN
+    warning (pcbench.analysis.supply, rates fitted on the committed cells), for the n/4 pilot."""
+    n, k = rep["setup"]["n"], rep["setup"]["n"] // 4
+    row = next((r for r in rep["rows"] if r["method"] == "pilot_commit" and r["pilot"] == k), None)
+    if row is None:
+        return {}
+    a = card["tiers"]["all"]
+    pool = SupplyPool(row["in_band"], a["band"], a["hard"], a["solved"], a["near_solved"], int(facts["pool"]))
+    run = SupplyRun(batch=rep["setup"]["batch"], max_rounds=int(cfg.method.get("max_rounds", 10) or 10),
+                    steps=int(cfg.train.steps), lr=float(cfg.train.lr))
+    p = project(pool, run, SUPPLY_RATES)
+    return {"pilot": k, "n": n, "rounds_thirds": thirds(p["rounds"]), "rounds_mean": float(np.mean(p["rounds"])),
+            "steps": run.steps, "warning": warning(p, run), "starve_step": p["starve_step"], "drain_step": p["drain_step"]}
+
+
+def supply_lines(sup: dict) -> list[str]:
+    if not sup:
+        return []
+    t = " / ".join(f"{x:.2f}" for x in sup["rounds_thirds"])
+    return [f"Pilot-Commit {sup['pilot']}+{sup['n'] - sup['pilot']} supply over {sup['steps']} steps: rounds per step {t} by thirds "
+            f"(mean {sup['rounds_mean']:.2f}; results/bench/predict_supply.md)", sup["warning"] or "no STARVE / DRAIN projected"]
+
+
 def _pct(x):
     return "-" if x is None else f"{100 * x:.0f}%"
 
@@ -285,11 +310,13 @@ def render(rep: dict, fmt: str) -> str:
     if fmt == "md":
         t = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)] + ["| " + " | ".join(x) + " |" for x in lines]
         pool = [card_head, "", *card_md(card["tiers"]), ""] if card else []
-        return "\n".join([f"# pcbench-predict", "", head, "", setup, "", *pool, *t, "", f"**{rec}**", "", note])
+        return "\n".join([f"# pcbench-predict", "", head, "", setup, "", *pool, *t, "", f"**{rec}**", "",
+                          *supply_lines(rep.get("supply")), "", note])
     w = [max(len(c), *(len(x[i]) for x in lines)) for i, c in enumerate(cols)]
     fmt_row = lambda x: "  ".join(v.ljust(w[i]) for i, v in enumerate(x)).rstrip()  # noqa: E731
     pool = ["", card_head, *card_text(card["tiers"])] if card else []
-    return "\n".join([head, setup, *pool, "", fmt_row(cols), *(fmt_row(x) for x in lines), "", rec, note])
+    return "\n".join([head, setup, *pool, "", fmt_row(cols), *(fmt_row(x) for x in lines), "", rec,
+                      *supply_lines(rep.get("supply")), note])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -316,6 +343,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"pcbench-predict: {e}", file=sys.stderr)
         return 2
     rep = predict(rates, Setup(n=n, batch=int(cfg.train.batch_size)), pilots, seed=args.seed)
+    rep["supply"] = supply_outlook(rep, card, facts, cfg)
     rep["facts"] = {**facts, "seconds": time.time() - t0}
     rep["card"] = card
     print(render(rep, args.format))

@@ -26,6 +26,7 @@ from pcbench.backends.embedded.tokenizer import CharTokenizer
 from pcbench.backends.embedded.warmstart import load_or_train
 from pcbench.ledger import RolloutLedger
 from pcbench.loggers import MetricsLogger
+from pcbench.rounds_watch import RoundsWatch
 from pcbench.rundir import RunDir, atomic_write_json
 from pcbench.runs import Backend, step_row
 from pcbench.stream import PromptStream
@@ -125,9 +126,13 @@ class EmbeddedBackend(Backend):
         steps = int(cfg.train.steps)
         bar = tqdm(total=steps, initial=r.step, desc=f"{cfg.method.name} s{cfg.seed}", unit="step",
                    disable=not cfg.logging.progress, dynamic_ncols=True)
+        watch = RoundsWatch(cfg.method.get("max_rounds"), steps)
         while r.step < steps:
             row = r.train_step()
             logger.log(row)
+            line = watch.see(row)
+            if line:
+                r.log(line)
             bar.set_postfix_str(f"rollouts={r.ledger.cumulative:,} val/acc={logger.last_val:.3f}", refresh=False)
             bar.update(1)
             if r.step % int(cfg.train.checkpoint_every) == 0 or r.step == steps:
