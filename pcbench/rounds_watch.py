@@ -4,7 +4,9 @@ An allocator that samples in rounds reports its own count per step (`alloc/round
 Pilot-Commit, DAPO); its config's `max_rounds` is the bound at which a step stops the run. The
 trainer feeds every logged row to a RoundsWatch and prints what it returns; it never looks at the
 method's name. The projection is a least-squares line through the last `window` steps' rounds:
-when its slope is positive and it reaches the bound within the run, one line says at which step.
+when its slope is positive, it already stands at MIN_ROUNDS or more, and it reaches the bound within
+the run, one line says at which step. A full window and that floor keep DAPO's round-to-round noise
+(1-2 rounds a step) from firing it.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import math
 import numpy as np
 
 ROUNDS_KEY = "alloc/rounds"
+MIN_ROUNDS = 2.0  # the fitted rounds at the last step before the watch speaks: twice a one-round step
 
 
 def project_bound(steps, rounds, bound: float, window: int = 10, min_points: int = 5) -> int | None:
@@ -41,15 +44,21 @@ class RoundsWatch:
         self.rounds: list[float] = []
         self.said = False
 
+    def _high_enough(self) -> bool:
+        """The window's fitted rounds at its last step are MIN_ROUNDS or more."""
+        s, r = np.asarray(self.steps[-self.window:], float), np.asarray(self.rounds[-self.window:], float)
+        slope, icept = np.polyfit(s, r, 1)
+        return slope * s[-1] + icept >= MIN_ROUNDS
+
     def see(self, row: dict) -> str | None:
         if self.bound is None or self.said or ROUNDS_KEY not in row:
             return None
         self.steps.append(int(row["step"]))
         self.rounds.append(float(row[ROUNDS_KEY]))
-        at = project_bound(self.steps, self.rounds, self.bound, self.window)
-        if at is None or at > self.total:
+        at = project_bound(self.steps, self.rounds, self.bound, self.window, min_points=self.window)
+        if at is None or at > self.total or not self._high_enough():
             return None
-        self.said = True
+        self.said = True  # one line per run
         recent = float(np.mean(self.rounds[-self.window:]))
         return (f"step {self.steps[-1]}: sampling rounds per step are climbing ({recent:.1f} over the last "
                 f"{min(self.window, len(self.rounds))} steps); a line through them reaches the bound "

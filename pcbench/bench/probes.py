@@ -229,17 +229,23 @@ def _f(x, pct=False) -> str:
     return f"{100 * x:.0f}%" if pct else f"{x:.2f}"
 
 
+def _points(gain) -> str:
+    """A val/acc gain (best seed-mean evaluation over step 0's) in points."""
+    return "-" if gain is None else f"{100 * gain:+.1f}"
+
+
 def _mark(ok) -> str:
     return "" if ok is None else (" ok" if ok else " MISS")
 
 
 def table_md(spec: dict, results: dict) -> list[str]:
     cols = ["design", "GRPO zero-var (all-correct / all-wrong)", "PC rounds (thirds)", "PC pilots in band (thirds)",
-            "target (GRPO start -> best)", "PC epochs at target (per seed)", "near-solved", "met"]
+            "target (GRPO start -> best)", "val/acc gain GRPO / PC", "PC epochs at target (per seed)", "near-solved",
+            "met"]
     out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for name, m in results.items():
         if not m:
-            out.append(f"| {name} | not run | | | | | | |")
+            out.append(f"| {name} | not run |" + " |" * (len(cols) - 2))
             continue
         met = m["met"]
         eps = ", ".join("-" if e is None else f"{e:.2f}" for e in m["pc_epochs_at_target"])
@@ -251,6 +257,7 @@ def table_md(spec: dict, results: dict) -> list[str]:
             f"{_f(m.get('pc_rounds_t3'))}{_mark(met['pc_rounds_last_third'])})",
             f"{_f(m.get('pc_in_band_t1'), True)} / {_f(m.get('pc_in_band_t2'), True)} / {_f(m.get('pc_in_band_t3'), True)}",
             f"{_f(m['target'])} ({_f(m['grpo_start'])} -> best at step {m['grpo_best_step']})",
+            f"{_points(m.get('grpo_gain'))} / {_points(m.get('pc_gain'))}",
             f"{_f(m['pc_epochs_median'])}{_mark(met['epochs_at_target'])} ({eps})",
             f"{_f(m['near_solved'], True)}{_mark(met['near_solved'])}",
             f"{sum(bool(v) for v in met.values())}/{len(met)} |"]))

@@ -83,6 +83,8 @@ def test_the_watch_is_silent_when_rounds_hold_or_the_crossing_is_past_the_run():
     assert not any(slow.see(row) for row in _rows([1 + 0.05 * i for i in range(20)]))
     grpo = RoundsWatch(None, total_steps=50)                     # no bound in the method's config
     assert not any(grpo.see(row) for row in _rows(range(1, 20)))
+    dapo = RoundsWatch(10, total_steps=50)                       # DAPO's rounds: 1-2 a step, noisy
+    assert not any(dapo.see(row) for row in _rows([1, 1, 1, 2, 1, 1, 2, 2, 2, 2, 1, 2, 2, 2]))
     no_key = RoundsWatch(10, total_steps=50)
     assert not any(no_key.see({"step": i}) for i in range(1, 20))
 
