@@ -298,6 +298,8 @@ def write(spec: dict, names: list[str], extra: list[str], out: Path, with_cards:
         if name not in names and name in results:
             continue
         curves, m = score_design(spec, name, extra)
+        if not m and name in results:  # no run folders here (another --runs): keep what was scored before
+            continue
         results[name] = m
         if len(curves):
             frames.append(curves)

@@ -67,3 +67,24 @@ def test_expected_regime_of_solved_never_and_mid_band_prompts():
 def test_the_committed_plan_names_its_criteria_and_designs():
     spec = load_plan()
     assert spec["criteria"] == CRIT and {"ladder", "band"} <= set(spec["designs"])
+
+
+def test_rescoring_without_the_run_folders_keeps_what_was_scored(tmp_path):
+    """`probes score --runs DIR` where DIR lacks a design's runs (another machine, another folder)
+    keeps that design's committed row instead of replacing it with 'not run'."""
+    import json
+    from pathlib import Path
+
+    from pcbench.bench.probes import write
+
+    committed = json.loads((Path(__file__).resolve().parents[2] / "results/bench/probes/probes.json").read_text())
+    name = "ladder"
+    spec = load_plan()
+    spec["designs"] = {name: spec["designs"][name]}
+    out = tmp_path / "probes"
+    out.mkdir()
+    (out / "probes.json").write_text(json.dumps({"criteria": spec["criteria"], "results": {name: committed["results"][name]},
+                                                 "cards": {}}))
+    results = write(spec, [name], [f"paths.results={tmp_path / 'no-runs'}"], out, with_cards=False)
+    assert results[name] == committed["results"][name]
+    assert "not run" not in (out / "probes.md").read_text()
