@@ -66,7 +66,7 @@ class SupplyRates:
 
 
 # the fit on every committed cell (results/bench/predict_supply.json "fit"; a test keeps them equal)
-SUPPLY_RATES = SupplyRates(learn=0.1, q_hard=0.02, q_near=0.6, margin=4.3955, starve=0.2997)
+SUPPLY_RATES = SupplyRates(learn=0.0631, q_hard=0.02, q_near=0.6, margin=5.5072, starve=0.2805)
 
 
 def rounds_for(f: float, run: SupplyRun) -> float:

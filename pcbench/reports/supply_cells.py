@@ -100,7 +100,8 @@ def map_cells(bench: Path = BENCH) -> list[Cell]:
 
 
 def probe_cells(bench: Path = BENCH) -> list[Cell]:
-    """The probes (results/bench/probes/): 30-50 steps, no run stopped; no ratio to GRPO."""
+    """The probes (results/bench/probes/): 30-50 steps; no ratio to GRPO. A PC run whose curve ends
+    before the horizon stopped at its round bound (the probes' only early stop)."""
     rep = json.loads((bench / "probes" / "probes.json").read_text())
     curves = pd.read_csv(bench / "probes" / "probes_curves.csv")
     out = []
@@ -115,6 +116,9 @@ def probe_cells(bench: Path = BENCH) -> list[Cell]:
         pc = pc.assign(f=pc["pilots_in_band"] / pc["pilots"])
         m = pc.groupby("step")[["f", "rounds"]].mean().reindex(range(1, steps + 1))
         cell.f, cell.rounds, cell.runs = m["f"].tolist(), m["rounds"].tolist(), int(pc["seed"].nunique())
+        short = int((pc.groupby("seed")["step"].max() < steps).sum())
+        if short:
+            cell.stopped[MAP_STOP_REASON] = short
         out.append(cell)
     return out
 
