@@ -142,11 +142,15 @@ def main(args, argv: list[str]) -> int:
     grid = load_grid(args.grid)
     chosen = select(grid, args.cells, args.part)
     plans = {c.name: cell_jobs(grid, c, args.runs) for c in chosen}
-    folders = {j: run_folder(j) for main, aa in plans.values() for j in main + aa}  # ConfigError before training
+    jobs = [j for main, aa in plans.values() for j in main + aa]
+    # A folder's name is its composed config's hash (~0.3 s a job): a rescore with no run folders to
+    # read back (--score-only, --runs absent) checks one job's config per cell instead of naming 336.
+    named = jobs if args.runs.is_dir() or not args.score_only else [main[0] for main, _ in plans.values()]
+    folders = {j: run_folder(j) for j in named}  # ConfigError before training
     # a starved run is a result: resuming it would replay the same steps into the same stop
-    unfinished = [j for j in folders if not is_scored(folders[j])]
+    unfinished = [j for j in jobs if j not in folders or not is_scored(folders[j])]
     todo = [] if args.score_only else unfinished
-    print(f"regime map: {len(chosen)} cell(s), {len(folders)} runs, {len(folders) - len(unfinished)} finished "
+    print(f"regime map: {len(chosen)} cell(s), {len(jobs)} runs, {len(jobs) - len(unfinished)} finished "
           f"(or starved), {len(todo)} to train on {args.jobs} worker(s)", flush=True)
     stem = grid["stem"]
     meta = provenance(argv)  # before training: the commit and load the runs started from
@@ -154,7 +158,7 @@ def main(args, argv: list[str]) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     curves_path, regime_path = args.out / f"{stem}_curves.csv", args.out / f"{stem}_regime.csv"
     def scored(jobs: list[Job]) -> list[str]:  # a crash's truncated curve would count as censored: never scored
-        return [str(folders[j]) for j in jobs if is_scored(folders[j])]
+        return [str(folders[j]) for j in jobs if j in folders and is_scored(folders[j])]
 
     # analysis reads each cell's folders into tidy rows; the merged CSVs are all the report is computed from
     fresh = [tidy_cell(c.name, dict(c.levels), scored(plans[c.name][0]), scored(plans[c.name][1])) for c in chosen]
