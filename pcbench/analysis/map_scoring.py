@@ -26,8 +26,8 @@ import pandas as pd
 from pcbench.analysis.formats import finite_or_none
 from pcbench.analysis.regime import group_share
 from pcbench.analysis.methods import DAPO, GRPO, PC
-from pcbench.analysis.scoring import N_BOOT, evals_at_target, seed_mean_curve, speedup
-from pcbench.analysis.targets import AA_BAND
+from pcbench.analysis.scoring import N_BOOT, evals_at_target, ratio_record, seed_mean_curve
+from pcbench.analysis.targets import aa_check
 
 
 def grpo_mean_curve(curves: pd.DataFrame) -> pd.Series:
@@ -56,22 +56,13 @@ def crossings(curves: pd.DataFrame, target: float) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["method", "seed_set", "seed", "rtt", "step"])
 
 
-def ratio_record(base: np.ndarray, other: np.ndarray, n_boot: int) -> dict:
-    point, low, high = speedup(base, other, seed=0, n_boot=n_boot)
-    return {"ratio": finite_or_none(point), "low": finite_or_none(low), "high": finite_or_none(high) if math.isfinite(high) else None,
-            "high_inf": bool(high == math.inf), "reached": int(np.isfinite(other).sum()), "runs": int(other.size)}
-
-
 def seed_rtts(cross: pd.DataFrame, method: str, seed_set: str = "main") -> np.ndarray:
     return cross[(cross["method"] == method) & (cross["seed_set"] == seed_set)]["rtt"].to_numpy(float)
 
 
 def aa_ratio(cross: pd.DataFrame, n_boot: int) -> dict:
-    """GRPO's main seeds over its A/A seeds; `resolves` when the interval lies inside AA_BAND."""
-    aa = ratio_record(seed_rtts(cross, GRPO), seed_rtts(cross, GRPO, "aa"), n_boot)
-    aa["resolves"] = bool(aa["low"] is not None and aa["high"] is not None
-                          and AA_BAND[0] <= aa["low"] and aa["high"] <= AA_BAND[1])
-    return aa
+    """The cell's A/A (targets.aa_check) from its crossings."""
+    return aa_check(seed_rtts(cross, GRPO), seed_rtts(cross, GRPO, "aa"), n_boot)
 
 
 def per_run_rates(regime: pd.DataFrame) -> pd.DataFrame:

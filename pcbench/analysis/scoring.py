@@ -153,6 +153,15 @@ def speedup(base_values, method_values, seed: int = 0, n_boot: int = N_BOOT,
     return b_med / m_med, low, high
 
 
+def ratio_record(base_values, method_values, n_boot: int = N_BOOT, seed: int = 0) -> dict:
+    """speedup() as JSON, the layout every ratio of the map and the A/A are written in:
+    {ratio, low, high (None when unbounded), high_inf, reached and runs (of `method_values`)}."""
+    method = np.asarray(method_values, float)
+    point, low, high = speedup(base_values, method, seed=seed, n_boot=n_boot)
+    return {"ratio": finite_or_none(point), "low": finite_or_none(low), "high": finite_or_none(high),
+            "high_inf": bool(high == math.inf), "reached": int(np.isfinite(method).sum()), "runs": int(method.size)}
+
+
 def resolve_targets(metrics: pd.DataFrame, target: str | float | None = None, baseline: str = "grpo",
                     warnings: list[str] | None = None) -> dict[tuple[str, str], float | None]:
     """{(model, data): target or None} for every group in `metrics`.

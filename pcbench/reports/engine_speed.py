@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from pcbench.analysis.targets import aa_from_json
+
 
 def load(folder: Path) -> tuple[pd.DataFrame, dict[str, dict], dict[str, pd.DataFrame]]:
     """-> launches (one row each), each launch's report json and curves, keyed '<version><repeat>'."""
@@ -56,7 +58,7 @@ def scored(report: dict) -> dict:
     """What a reader takes from a report besides accuracies: every rollouts-to-target record with its
     ratios and intervals, and the A/A's ratio and interval (paths, timing, provenance left out)."""
     recs = [{k: r.get(k) for k in RATIOS} for r in report["records"] + report["reference_records"]]
-    aa = {t: {k: v for k, v in a.items() if k in ("ratio", "ci_low", "ci_high", "within_band", "grpo_rtt", "aa_rtt")}
+    aa = {t: {k: v for k, v in aa_from_json(a).items() if k in ("ratio", "low", "high", "resolves", "grpo_rtt", "aa_rtt")}
           for t, a in report["aa"].items()}
     return {"records": recs, "aa": aa}
 

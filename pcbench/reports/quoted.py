@@ -29,6 +29,7 @@ import yaml
 
 from pcbench.analysis.formats import accuracy_with_interval, rollouts_with_interval, ratio_with_interval
 from pcbench.analysis.methods import label
+from pcbench.analysis.targets import aa_from_json
 from pcbench.paths import CONF_DIR
 
 REPO = Path(__file__).resolve().parents[2]
@@ -44,11 +45,12 @@ def _load(name: str, results: Path) -> dict:
 def sample_efficiency_block(report: dict, methods=("grpo", "dapo", "pilot_commit")) -> str:
     aa = []
     for name in ("paper", "reference"):
-        a, t = report["aa"][name], report["targets"][name]
-        band = "inside" if a["within_band"] else "NOT inside"
-        aa.append(f"- {name} target {100 * t:.1f}%: {a['grpo_reached']}/{len(a['grpo_rtt'])} vs "
-                  f"{a['aa_reached']}/{len(a['aa_rtt'])} reached, ratio {a['ratio']:.2f}x, 95% bootstrap CI "
-                  f"[{a['ci_low']:.2f}, {'inf' if a['ci_high'] is None else format(a['ci_high'], '.2f')}]: "
+        a, t = aa_from_json(report["aa"][name]), report["targets"][name]
+        band = "inside" if a["resolves"] else "NOT inside"
+        grpo_reached = sum(math.isfinite(v) for v in a["grpo_rtt"])
+        aa.append(f"- {name} target {100 * t:.1f}%: {grpo_reached}/{len(a['grpo_rtt'])} vs "
+                  f"{a['reached']}/{a['runs']} reached, ratio {a['ratio']:.2f}x, 95% bootstrap CI "
+                  f"[{a['low']:.2f}, {'inf' if a['high'] is None else format(a['high'], '.2f')}]: "
                   f"{band} [0.80, 1.25]")
     seeds = report["setup"]["baseline_seeds"]
     aa_seeds = report["aa_seeds"]

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from pcbench.analysis.map_scoring import AA_BAND, criteria_met, score_map
+from pcbench.analysis.map_scoring import criteria_met, score_map
 from pcbench.analysis.methods import label
 from pcbench.analysis.regime import regime_table
 from pcbench.analysis.report import starved_line
 from pcbench.analysis.runs import failed_runs
-from pcbench.analysis.targets import AA, curves_table
+from pcbench.analysis.targets import AA, AA_BAND, curves_table
 from pcbench.reports.regime_map_by_target import by_target
 from pcbench.analysis.warmstart_note import warmstart_notice
 from pcbench.rundir import atomic_write_json, atomic_write_text

@@ -11,6 +11,7 @@ it adds the setup and the provenance and renders the report (pcbench.reports.sam
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -20,7 +21,7 @@ from pcbench.analysis.regime_plot import draw_regime_card
 from pcbench.analysis.runs import load_runs
 from pcbench.analysis.scoring import N_BOOT
 from pcbench.reports.sample_efficiency_tables import budget_accuracy, goals, rollouts_records, timing_records
-from pcbench.analysis.targets import AA, aa_record, curves_table, grpo_targets
+from pcbench.analysis.targets import AA, aa_from_json, aa_record, curves_table, grpo_targets
 from pcbench.rundir import atomic_write_text
 from pcbench.analysis.methods import label
 from pcbench.analysis.report import starved_line
@@ -114,12 +115,14 @@ def starved_lines(report: dict) -> list[str]:
 def _aa_one(name: str, rec: dict | None) -> str:
     if rec is None:
         return f"- {name} target: not measured (no A/A runs or no target)"
-    hi = "inf" if rec["ci_high_inf"] else (NA if rec["ci_high"] is None else f"{rec['ci_high']:.2f}")
-    lo = NA if rec["ci_low"] is None else f"{rec['ci_low']:.2f}"
+    rec = aa_from_json(rec)
+    hi = "inf" if rec["high_inf"] else (NA if rec["high"] is None else f"{rec['high']:.2f}")
+    lo = NA if rec["low"] is None else f"{rec['low']:.2f}"
     ratio = "not computable (a median is censored)" if rec["ratio"] is None else f"{rec['ratio']:.2f}x"
-    verdict = "inside [0.80, 1.25]" if rec["within_band"] else "NOT inside [0.80, 1.25]"
-    return (f"- {name} target {100 * rec['target']:.1f}%: GRPO (main seeds, {rec['grpo_reached']}/"
-            f"{len(rec['grpo_rtt'])} reached) / GRPO (A/A seeds, {rec['aa_reached']}/{len(rec['aa_rtt'])} reached) "
+    verdict = "inside [0.80, 1.25]" if rec["resolves"] else "NOT inside [0.80, 1.25]"
+    grpo_reached = sum(math.isfinite(v) for v in rec["grpo_rtt"])
+    return (f"- {name} target {100 * rec['target']:.1f}%: GRPO (main seeds, {grpo_reached}/"
+            f"{len(rec['grpo_rtt'])} reached) / GRPO (A/A seeds, {rec['reached']}/{rec['runs']} reached) "
             f"rollouts-to-target ratio {ratio}, 95% bootstrap CI [{lo}, {hi}]: {verdict}")
 
 
