@@ -128,7 +128,7 @@ def law_md(res: dict) -> str:
         out.append(f"| {r['cell']} | {label(r['method'])} | {_ratio_text(r['gap'])} | {_decimal(r['seed_min'])}..{_decimal(r['seed_max'])} "
                    f"| {_decimal(r['seed_log_sd'])} | {r['gap_abs']:+.0f} | {100 * r['matched_acc']:.1f}% | "
                    f"{_ratio_text(gr.get((r['cell'], r['method'])))} |")
-    out += ["", "## Predicted vs measured rollouts-to-target ratio to GRPO (map cells)", "",
+    out += ["", "## The law's ratio (mixed groups per rollout) vs measured rollouts-to-target ratio to GRPO (map cells)", "",
             "law: (mixed groups per rollout of the method) / GRPO's, from the cell's regime rows (means over seeds "
             "and steps). LOCO: the law times the method's calibration (geometric mean of measured / law) fitted on "
             "the other 7 cells. Measured: median / median with its 95% percentile bootstrap interval "

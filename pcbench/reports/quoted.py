@@ -81,7 +81,7 @@ def _pct(v) -> str:
 
 def regime_map_block(report: dict) -> str:
     pm = report["grid"]["paper_matched"]["cell"]
-    rows = ["| cell | PC vs GRPO | predicted | PC vs DAPO | A/A | GRPO zero-var | PC rounds/step | PC pilots in band |",
+    rows = ["| cell | PC vs GRPO | signal per rollout | PC vs DAPO | A/A | GRPO zero-var | PC rounds/step | PC pilots in band |",
             "|---|---|---|---|---|---|---|---|"]
     # the grid file's order (the .json's keys are sorted): first knob slowest
     grid = yaml.safe_load((CONF_DIR / "bench" / "regime_map.yaml").read_text())
@@ -106,11 +106,11 @@ def regime_map_block(report: dict) -> str:
             aa = f"{c['aa'].get('reached')} of {c['aa'].get('runs')} A/A seeds reach the target: no"
         else:
             aa = f"{_ratio(c['aa'])}: {'yes' if c['aa']['resolves'] else 'no'}"
-        pred = c["predicted"].get("pilot_commit")
+        signal = c["signal_per_rollout"].get("pilot_commit")
         r = c["regime"]
         rounds = r.get("pc_rounds_per_step")
         rows.append(f"| {name}{' (paper-matched)' if name == pm else ''} | {pc} "
-                    f"| {'-' if pred is None else format(pred, '.2f') + 'x'} | {_ratio(c['pc_vs_dapo'])} | {aa} "
+                    f"| {'-' if signal is None else format(signal, '.2f') + 'x'} | {_ratio(c['pc_vs_dapo'])} | {aa} "
                     f"| {_pct(r.get('grpo_zero_variance'))} | {'-' if rounds is None else format(rounds, '.2f')} "
                     f"| {_pct(r.get('pc_in_band'))} |")
     return "\n".join(rows) + "\n"

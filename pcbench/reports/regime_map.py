@@ -57,7 +57,7 @@ def report_md(report: dict) -> str:
            f"seed-mean val/acc. Ratios: median rollouts-to-target of the baseline over the method's, 95% bootstrap "
            f"interval. A cell resolves when its A/A interval lies inside [{AA_BAND[0]}, {AA_BAND[1]}]; a cell that "
            "does not makes no claim.", "",
-           "| cell | " + " | ".join(grid["knobs"]) + " | runs | target | A/A | resolves | PC vs GRPO | PC vs GRPO (survival) | predicted | PC vs DAPO "
+           "| cell | " + " | ".join(grid["knobs"]) + " | runs | target | A/A | resolves | PC vs GRPO | PC vs GRPO (survival) | signal per rollout | PC vs DAPO "
            "| GRPO zero-var | PC rounds/step | PC pilots in band | PC epochs at target |",
            "|" + "---|" * (len(grid["knobs"]) + 13)]
     for name, c in cells.items():
@@ -69,20 +69,20 @@ def report_md(report: dict) -> str:
         r = c["regime"]
         out.append(f"| {name} | " + " | ".join(levels.values()) + f" | {runs} | {_whole_percent(c['target'])} | {_ratio_with_open_interval(c['aa'])} "
                    f"| {'yes' if c['aa']['resolves'] else 'NO'} | {_ratio_with_open_interval(c['pc_vs_grpo'])} | {_survival_speedup(c.get('survival', {}).get('pc_vs_grpo'))} "
-                   f"| {_number_or_dash(c['predicted'].get('pilot_commit'), '{:.2f}x')} | {_ratio_with_open_interval(c['pc_vs_dapo'])} "
+                   f"| {_number_or_dash(c['signal_per_rollout'].get('pilot_commit'), '{:.2f}x')} | {_ratio_with_open_interval(c['pc_vs_dapo'])} "
                    f"| {_whole_percent(r['grpo_zero_variance'])} | {_number_or_dash(r['pc_rounds_per_step'])} | {_whole_percent(r['pc_in_band'])} "
                    f"| {_number_or_dash(r['pc_epochs_at_target'])} |")
-    out += ["", "## Predicted vs measured speedup over GRPO", "",
-            "Predicted = (learning signal per step / GRPO's) / (rollouts per step / GRPO's), the signal being the "
+    out += ["", "## Signal per rollout vs measured speedup over GRPO", "",
+            "Signal per rollout = (learning signal per step / GRPO's) / (rollouts per step / GRPO's), the signal being the "
             "sum of p(1-p) over a step's trained groups; means over each method's seeds and steps (per run: the .json).",
-            "", "| cell | method | signal / GRPO's | rollouts / GRPO's | predicted | measured |", "|---|---|---|---|---|---|"]
+            "", "| cell | method | signal / GRPO's | rollouts / GRPO's | signal per rollout | measured |", "|---|---|---|---|---|---|"]
     for name, c in cells.items():
         if c["status"] != "scored":
             continue
         for method, key in (("pilot_commit", "pc_vs_grpo"), ("dapo", "dapo_vs_grpo")):
-            if method in c["predicted"]:
+            if method in c["signal_per_rollout"]:
                 out.append(f"| {name} | {method} | {_number_or_dash(c['signal_ratio'].get(method))} | {_number_or_dash(c['rollouts_ratio'].get(method))} "
-                           f"| {_number_or_dash(c['predicted'].get(method), '{:.2f}x')} | {_ratio_with_open_interval(c[key])} |")
+                           f"| {_number_or_dash(c['signal_per_rollout'].get(method), '{:.2f}x')} | {_ratio_with_open_interval(c[key])} |")
     for name in pm.get("cells") or [pm["cell"]]:
         out += ["", f"## Pre-registered paper-matched cell: `{name}`", "", *aiming_lines(cells.get(name, {}), pm["criteria"],
                                                                                      (grid.get("predictions") or {}).get(name))]
@@ -166,7 +166,7 @@ def heatmap_table(report: dict) -> pd.DataFrame:
             pc = c["pc_vs_grpo"]
             row.update(pc_vs_grpo=pc["ratio"], low=pc["low"], high=pc["high"], aa_resolves=c["aa"]["resolves"],
                        complete=c["runs"]["complete"],
-                       predicted=c["predicted"].get("pilot_commit"), rounds=c["regime"]["pc_rounds_per_step"],
+                       signal_per_rollout=c["signal_per_rollout"].get("pilot_commit"), rounds=c["regime"]["pc_rounds_per_step"],
                        in_band=c["regime"]["pc_in_band"])
             sv = (c.get("survival") or {}).get("pc_vs_grpo") or {}
             row.update(survival=sv.get("speedup"), survival_low=sv.get("low"), survival_high=sv.get("high"))
