@@ -42,8 +42,10 @@ import numpy as np
 
 from pcbench.pool_card import CLASS_NOTE, card_caption, card_md, card_text, labelled_card
 from pcbench.analysis.predictor import PRERUN_CALIBRATION, PRERUN_ERROR, PRERUN_SUPPLY, Setup, prerun
+from pcbench.analysis.scoring import percentile_interval, resample_indices
 
-N_BOOT = 200
+PROBE_N_BOOT = 200  # resamples of the probed prompts: each one runs prerun(), so fewer than scoring.N_BOOT
+RANGE_LEVEL = 0.90  # the range's bootstrap part: the 5-95% interval
 CHUNK = 16  # prompts per generation call (the progress bar's step)
 
 
@@ -212,17 +214,17 @@ def probe(cfg, prompts: int, k: int, seed: int, checkpoint: Path | None, progres
     return np.concatenate(rates), facts, card
 
 
-def predict(rates: np.ndarray, setup: Setup, pilots: list[int], seed: int = 0, n_boot: int = N_BOOT) -> dict:
-    """The report: prerun() on the probe, each ratio calibrated, with its range, and a recommendation."""
+def predict(rates: np.ndarray, setup: Setup, pilots: list[int], seed: int = 0, n_boot: int = PROBE_N_BOOT) -> dict:
+    """The report: prerun() on the probe, each ratio calibrated, with its range, and a recommendation.
+    The range: the percentile bootstrap over the probed prompts (pcbench.analysis.scoring's resampling and
+    interval rule, 5-95%) times the map's smallest and largest measured / (law x factor)."""
     point = prerun(rates, setup, pilots=pilots, supply=PRERUN_SUPPLY)
-    rng = np.random.default_rng(seed)
-    boots = [prerun(rates[rng.integers(0, rates.size, rates.size)], setup, pilots=pilots, supply=PRERUN_SUPPLY)
-             for _ in range(n_boot)]
+    rows = resample_indices(rates.size, np.random.default_rng(seed), n_boot)
+    boots = [prerun(rates[i], setup, pilots=pilots, supply=PRERUN_SUPPLY) for i in rows]
 
     def ranged(method, law, pick):
         c, (lo, hi) = PRERUN_CALIBRATION[method], PRERUN_ERROR[method]
-        b = np.array([pick(x) for x in boots], float)
-        b5, b95 = np.nanquantile(b, [0.05, 0.95]) if b.size else (law, law)
+        b5, b95 = percentile_interval([pick(x) for x in boots], RANGE_LEVEL) if boots else (law, law)
         return {"law": law, "predicted": law * c, "low": b5 * c * lo, "high": b95 * c * hi}
 
     g = point["grpo"]

@@ -93,7 +93,10 @@ def censored_median(values) -> float:
     return float(np.median(values)) if values.size else math.nan
 
 
-def _interval(stats: np.ndarray, level: float) -> tuple[float, float]:
+def percentile_interval(stats, level: float = LEVEL) -> tuple[float, float]:
+    """The percentile interval of bootstrap statistics (NaN resamples dropped): the (1-level)/2 and
+    (1+level)/2 quantiles, inverted-CDF rule (each end is one of the resampled values)."""
+    stats = np.asarray(stats, dtype=float)
     stats = stats[~np.isnan(stats)]
     if stats.size == 0:
         return math.nan, math.nan
@@ -102,9 +105,13 @@ def _interval(stats: np.ndarray, level: float) -> tuple[float, float]:
     return float(low), float(high)
 
 
+def resample_indices(size: int, rng: np.random.Generator, n_boot: int = N_BOOT) -> np.ndarray:
+    """(n_boot, size) indices of `size` items drawn with replacement: one row per bootstrap resample."""
+    return rng.integers(0, size, size=(n_boot, size))
+
+
 def _resampled_medians(values: np.ndarray, rng: np.random.Generator, n_boot: int) -> np.ndarray:
-    idx = rng.integers(0, values.size, size=(n_boot, values.size))
-    return np.median(values[idx], axis=1)
+    return np.median(values[resample_indices(values.size, rng, n_boot)], axis=1)
 
 
 def bootstrap_median_ci(values, seed: int = 0, n_boot: int = N_BOOT,
@@ -114,7 +121,7 @@ def bootstrap_median_ci(values, seed: int = 0, n_boot: int = N_BOOT,
     if values.size == 0:
         return math.nan, math.nan
     rng = np.random.default_rng(seed)
-    return _interval(_resampled_medians(values, rng, n_boot), level)
+    return percentile_interval(_resampled_medians(values, rng, n_boot), level)
 
 
 def bootstrap_mean_ci(values, seed: int = 0, n_boot: int = N_BOOT,
@@ -125,8 +132,7 @@ def bootstrap_mean_ci(values, seed: int = 0, n_boot: int = N_BOOT,
     if values.size == 0:
         return math.nan, math.nan
     rng = np.random.default_rng(seed)
-    idx = rng.integers(0, values.size, size=(n_boot, values.size))
-    return _interval(values[idx].mean(axis=1), level)
+    return percentile_interval(values[resample_indices(values.size, rng, n_boot)].mean(axis=1), level)
 
 
 def _ratio(base: np.ndarray, method: np.ndarray) -> np.ndarray:
@@ -149,7 +155,7 @@ def speedup(base_values, method_values, seed: int = 0, n_boot: int = N_BOOT,
     rng = np.random.default_rng(seed)
     b_boot = _resampled_medians(base, rng, n_boot)
     m_boot = _resampled_medians(method, rng, n_boot)
-    low, high = _interval(_ratio(b_boot, m_boot), level)
+    low, high = percentile_interval(_ratio(b_boot, m_boot), level)
     return b_med / m_med, low, high
 
 
