@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import time
@@ -41,6 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from pcbench.pool_card import CLASS_NOTE, card_caption, card_md, card_text, labelled_card
+from pcbench.analysis.formats import md_table, percent
 from pcbench.analysis.predictor import PRERUN_CALIBRATION, PRERUN_ERROR, PRERUN_SUPPLY, Setup, prerun
 from pcbench.analysis.scoring import percentile_interval, resample_indices
 
@@ -257,24 +257,20 @@ def predict(rates: np.ndarray, setup: Setup, pilots: list[int], seed: int = 0, n
             "rows": rows, "recommendation": rec_}
 
 
-def _pct(x):
-    return "-" if x is None else f"{100 * x:.0f}%"
-
-
 def render(rep: dict, fmt: str) -> str:
     if fmt == "json":
         return json.dumps(rep, indent=1, default=float)
     s, p = rep["setup"], rep["probe"]
     head = (f"probe: {rep['facts']['prompts']} of {rep['facts']['pool']} pool prompts x {rep['facts']['k']} rollouts at "
             f"{rep['facts']['checkpoint']} ({rep['facts']['seconds']:.1f} s); mean pass rate {p['mean_pass_rate']:.2f}, "
-            f"prompts all-wrong {_pct(p['all_wrong_prompts'])}, all-correct {_pct(p['all_correct_prompts'])}")
+            f"prompts all-wrong {percent(p['all_wrong_prompts'], 0)}, all-correct {percent(p['all_correct_prompts'], 0)}")
     setup = f"setup: n={s['n']}, batch {s['batch']} prompts, {s['candidates']}x candidates a round, band {s['band']}, max {s['max_rounds']} rounds"
     cols = ["method", "pilot", "GRPO zero-var (correct/wrong)", "PC in-band (probe/run)", "rounds/step", "rollouts/step", "predicted vs GRPO", "range"]
     lines = []
     for r in rep["rows"]:
-        zv = f"{_pct(r['zero_variance'])} ({_pct(r['all_correct'])}/{_pct(r['all_wrong'])})" if r["method"] == "grpo" else ""
+        zv = f"{percent(r['zero_variance'], 0)} ({percent(r['all_correct'], 0)}/{percent(r['all_wrong'], 0)})" if r["method"] == "grpo" else ""
         pilot = "" if r["pilot"] is None else f"{r['pilot']}+{s['n'] - r['pilot']}" + ("*" if r.get("extrapolated") else "")
-        lines.append([r["method"], pilot, zv, f"{_pct(r.get('in_band'))}/{_pct(r.get('in_band_run'))}" if r["method"] == "pilot_commit" else "",
+        lines.append([r["method"], pilot, zv, f"{percent(r.get('in_band'), 0)}/{percent(r.get('in_band_run'), 0)}" if r["method"] == "pilot_commit" else "",
                       f"{r['rounds']:.2f}", f"{r['cost']:.0f}", f"{r['predicted']:.2f}x",
                       "" if r["method"] == "grpo" else f"[{r['low']:.2f}, {r['high']:.2f}]"])
     rec = f"recommended: {rep['recommendation']['why']}"
@@ -285,7 +281,7 @@ def render(rep: dict, fmt: str) -> str:
     card = rep.get("card")
     card_head = f"pool card of the probed prompts ({card_caption(card)}): {CLASS_NOTE}" if card else ""
     if fmt == "md":
-        t = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)] + ["| " + " | ".join(x) + " |" for x in lines]
+        t = md_table(cols, lines)
         pool = [card_head, "", *card_md(card["tiers"]), ""] if card else []
         return "\n".join([f"# pcbench-predict", "", head, "", setup, "", *pool, *t, "", f"**{rec}**", "", note])
     w = [max(len(c), *(len(x[i]) for x in lines)) for i, c in enumerate(cols)]

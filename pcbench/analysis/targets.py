@@ -22,7 +22,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from pcbench.analysis.formats import finite_or_none
 from pcbench.analysis.runs import ACC
 from pcbench.analysis.scoring import N_BOOT, ratio_record, rollouts_to_target, seed_mean_curve
 

@@ -29,6 +29,7 @@ import pandas as pd
 import yaml
 
 from pcbench import paths
+from pcbench.analysis.formats import md_table
 from pcbench.bench.launch import Job, is_scored, launch, plan, run_folder
 
 PLAN = paths.CONF_DIR / "bench" / "probes.yaml"
@@ -236,7 +237,7 @@ def _mark(ok) -> str:
 def table_md(spec: dict, results: dict) -> list[str]:
     cols = ["design", "GRPO zero-var (all-correct / all-wrong)", "PC rounds (thirds)", "PC pilots in band (thirds)",
             "target (GRPO start -> best)", "PC epochs at target (per seed)", "near-solved", "met"]
-    out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    out = md_table(cols)
     for name, m in results.items():
         if not m:
             out.append(f"| {name} | not run | | | | | | |")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from pcbench.analysis.formats import md_table
 from pcbench.pool_card import CLASS_NOTE, CLASSES, pool_card  # noqa: F401 (CLASSES, pool_card: moved there)
 
 TIERS = ("add22", "add33", "add44")
@@ -90,7 +91,7 @@ def write_report(rows: list[dict], meta: dict, out: Path) -> None:
              "top-up). Rows with a capability other than pinned ran with PCBENCH_NUMERICS=native (torch's products).", "",
              "## Spread", "", *[_spread(rows, d) for d in designs], "",
              "## Every warm start", "",
-             "| design | SFT order | capability (seen) | SFT steps | digest | pool add22 / add33 / add44 | solved | "
-             "near | band | hard | never | add33 in band | val (exact) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|", *[_row(r) for r in rows], ""]
+             *md_table(["design", "SFT order", "capability (seen)", "SFT steps", "digest", "pool add22 / add33 / add44",
+                        "solved", "near", "band", "hard", "never", "add33 in band", "val (exact)"]),
+             *[_row(r) for r in rows], ""]
     (out / "warmstart_spread.md").write_text("\n".join(lines))
