@@ -77,9 +77,12 @@ def ratio_entry_text(entry: dict | None, point: str = "ratio", missing_low: str 
                                missing_high=missing_high, unit=unit)
 
 
-def md_table(header, rows=()) -> list[str]:
-    """A markdown table's lines: '| a | b |', the '|---|---|' rule, then one line per row (cells as str)."""
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+def md_table(header, rows=(), right_from: int | None = None) -> list[str]:
+    """A markdown table's lines: '| a | b |', the '|---|---|' rule, then one line per row (cells as str).
+    right_from: the columns from this index on are right-aligned ('---:')."""
+    header = list(header)
+    rule = ["---:" if right_from is not None and i >= right_from else "---" for i in range(len(header))]
+    return ["| " + " | ".join(header) + " |", "|" + "".join(f"{r}|" for r in rule),
             *("| " + " | ".join(str(cell) for cell in row) + " |" for row in rows)]
 
 
