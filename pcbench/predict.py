@@ -9,7 +9,7 @@ Composes the same Hydra config as `python -m pcbench.run` (same overrides), load
 checkpoint (embedded: the cached warm start, trained once if missing; or --checkpoint FILE),
 samples --prompts prompts of the RL pool and draws k rollouts of each at the RL sampling settings
 (train.temperature / top_p): each prompt's pass rate, i.e. what a pilot sees. From those pass
-rates (pcbench.analysis.predictor.prerun, the count law of docs/method.md#the-informative-group-law)
+rates (pcbench.analysis.mixed_groups_prediction.prerun, the count law of docs/method.md#the-informative-group-law)
 it prints per method and pilot size: GRPO's zero-variance share (all-correct / all-wrong),
 Pilot-Commit's in-band share and sampling rounds per step, DAPO's rounds, rollouts per step, the
 predicted rollouts-to-target ratio to GRPO with a range, and the recommended allocator. Before
@@ -41,7 +41,7 @@ import numpy as np
 
 from pcbench.pool_card import CLASS_NOTE, card_caption, card_md, card_text, labelled_card
 from pcbench.analysis.formats import md_table, percent
-from pcbench.analysis.predictor import PRERUN_CALIBRATION, PRERUN_ERROR, PRERUN_SUPPLY, Setup, prerun
+from pcbench.analysis.mixed_groups_prediction import PRERUN_CALIBRATION, PRERUN_ERROR, PRERUN_SUPPLY, Setup, prerun
 from pcbench.analysis.scoring import percentile_interval, resample_indices
 
 PROBE_N_BOOT = 200  # resamples of the probed prompts: each one runs prerun(), so fewer than scoring.N_BOOT

@@ -11,7 +11,7 @@ measured (GRPO's zero-variance share, PC's sampling rounds per step, the share o
 pilots in the band, the pool epochs PC had drawn when it crossed); and the signal per rollout
 of every run relative to GRPO's, `signal_per_rollout` = (learning signal per step / GRPO's) /
 (rollouts per step / GRPO's), printed beside the measured speedup. (The count law's ratio,
-pcbench.analysis.predictor.law_ratios, is another quantity: mixed groups per rollout.) Runs stopped because their allocator starved are in both frames with
+pcbench.analysis.mixed_groups_prediction.law_ratios, is another quantity: mixed groups per rollout.) Runs stopped because their allocator starved are in both frames with
 their steps up to the stop (curves column `stopped` says why): censored like any run that did not
 reach the target, never dropped, and counted per method (`starved`). Nothing here trains or reads
 run folders.

@@ -17,7 +17,7 @@ and reports, per method:
 It writes regime.csv (one row per run and step) and regime_card.md, and checks the issue's
 regime targets on GRPO's runs (printed; they are facts about the data, not pass/fail of code).
 
-Everything here is a pure function of the metrics frame of pcbench.analysis.runs.load_runs.
+Everything here is a pure function of the metrics frame of pcbench.analysis.run_frames.load_runs.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import pandas as pd
 
 from pcbench.analysis.formats import md_table, percent
 from pcbench.pool_card import CLASS_NOTE, card_caption, card_md as pool_card_table
-from pcbench.analysis.runs import ACC
+from pcbench.analysis.run_frames import ACC
 from pcbench.ledger import PASS_BINS
 
 EDGE_STEPS = 5  # "start" / "end" of a run: its first / last this many training steps
@@ -253,7 +253,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args) -> int:
-    from pcbench.analysis.runs import load_runs
+    from pcbench.analysis.run_frames import load_runs
 
     runs, metrics, warnings = load_runs(args.results)
     for w in warnings:

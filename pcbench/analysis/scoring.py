@@ -9,7 +9,7 @@ Definitions (docs/method.md#rollouts-to-target):
   `>=` allows TOL of float round-off, so a seed that logged exactly the target reaches it.
 - per method: the median over seeds with censored runs as `inf`; a median of `inf` means
   "did not reach" and is never reported as a number. A run whose allocator starved (status
-  "starved", pcbench.analysis.runs.read_stop) is scored on its evaluations up to the stop: a hit
+  "starved", pcbench.analysis.run_frames.read_stop) is scored on its evaluations up to the stop: a hit
   before it counts, else it is censored like any run that did not get there.
 - speedup vs a comparator: comparator median / method median; `None` when either median is
   censored. Intervals: percentile bootstrap (95%) over seeds with `numpy.random.default_rng(seed)`,
@@ -28,7 +28,7 @@ import pandas as pd
 
 from pcbench.analysis.formats import finite_or_none
 from pcbench.analysis.methods import method_order
-from pcbench.analysis.runs import ACC, SCORED, STARVED, eval_rows
+from pcbench.analysis.run_frames import ACC, SCORED, STARVED, eval_rows
 
 TOL = 1e-9
 N_BOOT = 10_000
@@ -41,7 +41,7 @@ def target_accuracy(df: pd.DataFrame, baseline: str = "grpo",
                     warnings: list[str] | None = None) -> dict[tuple[str, str], float]:
     """{(model, data): target} for every group where `baseline` has evaluations.
 
-    df: metrics frame (pcbench.analysis.runs.load_runs); rows of other methods are ignored.
+    df: metrics frame (pcbench.analysis.run_frames.load_runs); rows of other methods are ignored.
     """
     evals = eval_rows(df)
     evals = evals[evals["method"] == baseline]

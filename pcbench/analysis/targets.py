@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from pcbench.analysis.runs import ACC
+from pcbench.analysis.run_frames import ACC
 from pcbench.analysis.scoring import N_BOOT, ratio_record, rollouts_to_target, seed_mean_curve
 
 REF_FRACTION = 2 / 3

@@ -20,7 +20,7 @@ from pcbench.analysis.map_scoring import criteria_met, score_map
 from pcbench.analysis.methods import label
 from pcbench.analysis.regime import regime_table
 from pcbench.analysis.report import starved_line
-from pcbench.analysis.runs import failed_runs
+from pcbench.analysis.run_frames import failed_runs
 from pcbench.analysis.targets import AA, AA_BAND, curves_table
 from pcbench.reports.regime_map_by_target import by_target
 from pcbench.analysis.warmstart_note import warmstart_notice
@@ -241,7 +241,7 @@ def tidy_cell(name: str, levels: dict[str, str], main: list[str], aa: list[str])
     main / aa: the cell's finished and starved folders (pcbench.bench.launch.is_scored), never a
     crashed or running one (its truncated curve would count as censored). A starved run's curve and
     regime rows are its steps up to the stop; `stopped` in the curves names why (empty: finished)."""
-    from pcbench.analysis.runs import load_runs
+    from pcbench.analysis.run_frames import load_runs
 
     if not main:
         return None

@@ -1,6 +1,6 @@
 """Scoring of the sample-efficiency benchmark: its run folders in, the report's numbers out.
 
-`score_benchmark(main folders, A/A folders, out)` reads the folders (pcbench.analysis.runs), scores
+`score_benchmark(main folders, A/A folders, out)` reads the folders (pcbench.analysis.run_frames), scores
 rollouts-to-target at GRPO's best seed-mean val/acc and at the reference-budget target
 (pcbench.analysis.targets), the A/A floor, accuracy at GRPO's budget, wall-clock per step and per
 rollout, the issue's goals, and writes the raw curves (curves.csv), regime.csv and the regime
@@ -18,7 +18,7 @@ import pandas as pd
 
 from pcbench.analysis.regime import build_card, card_md, warm_start_pools
 from pcbench.analysis.regime_plot import draw_regime_card
-from pcbench.analysis.runs import load_runs
+from pcbench.analysis.run_frames import load_runs
 from pcbench.analysis.scoring import N_BOOT
 from pcbench.reports.sample_efficiency_tables import budget_accuracy, goals, rollouts_records, timing_records
 from pcbench.analysis.targets import AA, aa_from_json, aa_record, curves_table, grpo_targets

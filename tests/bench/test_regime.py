@@ -141,7 +141,7 @@ def test_regime_card_refuses_an_empty_folder(tmp_path, capsys):
 
 
 def test_regime_checks_fail_where_the_data_is_not_in_the_regime(folders):
-    from pcbench.analysis.runs import load_runs
+    from pcbench.analysis.run_frames import load_runs
 
     _, metrics, _ = load_runs([folders / "runs"])
     metrics.loc[metrics["step"] > 2, "val/acc"] = 0.30  # learning stops after step 2
