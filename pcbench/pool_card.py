@@ -10,7 +10,7 @@ half solved, half never. The card counts prompts per class instead (pure functio
     never        p = 0              (exact rates: p < 1e-6, the softmax's tail)
 
 The pass-rate report of a pool (pcbench.backends.embedded.warmstart.pass_rate_report), the regime
-card (pcbench.analysis.regime) and the predictor (pcbench.predict) show it; the warm-start spread
+card (pcbench.analysis.regime) and the pre-run prediction (pcbench.predict) show it; the warm-start spread
 (pcbench.reports.warmstart_spread) compares it across warm starts.
 """
 

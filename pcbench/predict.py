@@ -9,7 +9,7 @@ Composes the same Hydra config as `python -m pcbench.run` (same overrides), load
 checkpoint (embedded: the cached warm start, trained once if missing; or --checkpoint FILE),
 samples --prompts prompts of the RL pool and draws k rollouts of each at the RL sampling settings
 (train.temperature / top_p): each prompt's pass rate, i.e. what a pilot sees. From those pass
-rates (pcbench.analysis.predictor.prerun, the count law of docs/method.md#the-informative-group-law)
+rates (pcbench.analysis.mixed_groups_prediction.prerun, the count law of docs/method.md#the-informative-group-law)
 it prints per method and pilot size: GRPO's zero-variance share (all-correct / all-wrong),
 Pilot-Commit's in-band share and sampling rounds per step, DAPO's rounds, rollouts per step, the
 predicted rollouts-to-target ratio to GRPO with a range, and the recommended allocator. Before
@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import time
@@ -42,9 +41,12 @@ import numpy as np
 
 from pcbench.pool_card import CLASS_NOTE, card_caption, card_md, card_text, labelled_card
 from pcbench.analysis.supply import SUPPLY_RATES, SupplyPool, SupplyRun, project, thirds, warning
-from pcbench.analysis.predictor import PRERUN_CALIBRATION, PRERUN_ERROR, PRERUN_SUPPLY, Setup, prerun
+from pcbench.analysis.formats import md_table, percent
+from pcbench.analysis.mixed_groups_prediction import PRERUN_CALIBRATION, PRERUN_ERROR, PRERUN_SUPPLY, Setup, prerun
+from pcbench.analysis.scoring import percentile_interval, resample_indices
 
-N_BOOT = 200
+PROBE_N_BOOT = 200  # resamples of the probed prompts: each one runs prerun(), so fewer than scoring.N_BOOT
+RANGE_LEVEL = 0.90  # the range's bootstrap part: the 5-95% interval
 CHUNK = 16  # prompts per generation call (the progress bar's step)
 
 
@@ -213,17 +215,17 @@ def probe(cfg, prompts: int, k: int, seed: int, checkpoint: Path | None, progres
     return np.concatenate(rates), facts, card
 
 
-def predict(rates: np.ndarray, setup: Setup, pilots: list[int], seed: int = 0, n_boot: int = N_BOOT) -> dict:
-    """The report: prerun() on the probe, each ratio calibrated, with its range, and a recommendation."""
+def predict(rates: np.ndarray, setup: Setup, pilots: list[int], seed: int = 0, n_boot: int = PROBE_N_BOOT) -> dict:
+    """The report: prerun() on the probe, each ratio calibrated, with its range, and a recommendation.
+    The range: the percentile bootstrap over the probed prompts (pcbench.analysis.scoring's resampling and
+    interval rule, 5-95%) times the map's smallest and largest measured / (law x factor)."""
     point = prerun(rates, setup, pilots=pilots, supply=PRERUN_SUPPLY)
-    rng = np.random.default_rng(seed)
-    boots = [prerun(rates[rng.integers(0, rates.size, rates.size)], setup, pilots=pilots, supply=PRERUN_SUPPLY)
-             for _ in range(n_boot)]
+    rows = resample_indices(rates.size, np.random.default_rng(seed), n_boot)
+    boots = [prerun(rates[i], setup, pilots=pilots, supply=PRERUN_SUPPLY) for i in rows]
 
     def ranged(method, law, pick):
         c, (lo, hi) = PRERUN_CALIBRATION[method], PRERUN_ERROR[method]
-        b = np.array([pick(x) for x in boots], float)
-        b5, b95 = np.nanquantile(b, [0.05, 0.95]) if b.size else (law, law)
+        b5, b95 = percentile_interval([pick(x) for x in boots], RANGE_LEVEL) if boots else (law, law)
         return {"law": law, "predicted": law * c, "low": b5 * c * lo, "high": b95 * c * hi}
 
     g = point["grpo"]
@@ -280,24 +282,20 @@ def supply_lines(sup: dict) -> list[str]:
             f"(mean {sup['rounds_mean']:.2f}; results/bench/predict_supply.md)", sup["warning"] or "no STARVE / DRAIN projected"]
 
 
-def _pct(x):
-    return "-" if x is None else f"{100 * x:.0f}%"
-
-
 def render(rep: dict, fmt: str) -> str:
     if fmt == "json":
         return json.dumps(rep, indent=1, default=float)
     s, p = rep["setup"], rep["probe"]
     head = (f"probe: {rep['facts']['prompts']} of {rep['facts']['pool']} pool prompts x {rep['facts']['k']} rollouts at "
             f"{rep['facts']['checkpoint']} ({rep['facts']['seconds']:.1f} s); mean pass rate {p['mean_pass_rate']:.2f}, "
-            f"prompts all-wrong {_pct(p['all_wrong_prompts'])}, all-correct {_pct(p['all_correct_prompts'])}")
+            f"prompts all-wrong {percent(p['all_wrong_prompts'], 0)}, all-correct {percent(p['all_correct_prompts'], 0)}")
     setup = f"setup: n={s['n']}, batch {s['batch']} prompts, {s['candidates']}x candidates a round, band {s['band']}, max {s['max_rounds']} rounds"
     cols = ["method", "pilot", "GRPO zero-var (correct/wrong)", "PC in-band (probe/run)", "rounds/step", "rollouts/step", "predicted vs GRPO", "range"]
     lines = []
     for r in rep["rows"]:
-        zv = f"{_pct(r['zero_variance'])} ({_pct(r['all_correct'])}/{_pct(r['all_wrong'])})" if r["method"] == "grpo" else ""
+        zv = f"{percent(r['zero_variance'], 0)} ({percent(r['all_correct'], 0)}/{percent(r['all_wrong'], 0)})" if r["method"] == "grpo" else ""
         pilot = "" if r["pilot"] is None else f"{r['pilot']}+{s['n'] - r['pilot']}" + ("*" if r.get("extrapolated") else "")
-        lines.append([r["method"], pilot, zv, f"{_pct(r.get('in_band'))}/{_pct(r.get('in_band_run'))}" if r["method"] == "pilot_commit" else "",
+        lines.append([r["method"], pilot, zv, f"{percent(r.get('in_band'), 0)}/{percent(r.get('in_band_run'), 0)}" if r["method"] == "pilot_commit" else "",
                       f"{r['rounds']:.2f}", f"{r['cost']:.0f}", f"{r['predicted']:.2f}x",
                       "" if r["method"] == "grpo" else f"[{r['low']:.2f}, {r['high']:.2f}]"])
     rec = f"recommended: {rep['recommendation']['why']}"
@@ -308,7 +306,7 @@ def render(rep: dict, fmt: str) -> str:
     card = rep.get("card")
     card_head = f"pool card of the probed prompts ({card_caption(card)}): {CLASS_NOTE}" if card else ""
     if fmt == "md":
-        t = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)] + ["| " + " | ".join(x) + " |" for x in lines]
+        t = md_table(cols, lines)
         pool = [card_head, "", *card_md(card["tiers"]), ""] if card else []
         return "\n".join([f"# pcbench-predict", "", head, "", setup, "", *pool, *t, "", f"**{rec}**", "",
                           *supply_lines(rep.get("supply")), "", note])

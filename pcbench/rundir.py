@@ -31,7 +31,7 @@ NON_IDENTITY_KEYS = ("logging", "paths", "resume", "dry_run", "hydra",
                      "backend.ray_port", "backend.ray_join_timeout_s")
 
 
-STOPPED = "stopped.json"  # written by RunDir.record_stop; read by pcbench.analysis.runs.read_stop
+STOPPED = "stopped.json"  # written by RunDir.record_stop; read by pcbench.analysis.run_frames.read_stop
 
 
 class RunFolderError(RuntimeError):

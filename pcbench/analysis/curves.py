@@ -13,7 +13,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from pcbench.analysis.runs import ACC, eval_rows
+from pcbench.analysis.run_frames import ACC, eval_rows
 from pcbench.analysis.methods import PC, method_order
 from pcbench.analysis.scoring import GROUP, TOL
 

@@ -3,7 +3,7 @@
     python analysis/figures.py results/ --out paper_figures/
     python analysis/figures.py results/a results/b --target 0.473 --only fig1_acc_vs_rollouts
 
-Figures (one panel per (model, data) group unless said otherwise, a group being one setup: see pcbench/analysis/runs.py;
+Figures (one panel per (model, data) group unless said otherwise, a group being one setup: see pcbench/analysis/run_frames.py;
  mean over seeds, band = min..max):
 - fig1_acc_vs_rollouts: average val accuracy (%) vs cumulative rollouts, dashed target line,
   a dot where each method's seed-mean curve first reaches the target (docs/method.md#results, Figure 1).

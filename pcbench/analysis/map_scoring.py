@@ -8,9 +8,10 @@ Per cell (docs/method.md#regime-map): the target is GRPO's best seed-mean val/ac
 seeds; rollouts-to-target of every run; Pilot-Commit vs GRPO, vs DAPO, and the A/A (GRPO main
 vs GRPO on disjoint seeds), each a ratio of medians with a bootstrap interval; the regime
 measured (GRPO's zero-variance share, PC's sampling rounds per step, the share of PC's fresh
-pilots in the band, the pool epochs PC had drawn when it crossed); and the predicted speedup
-of every run: (learning signal per step / GRPO's) / (rollouts per step / GRPO's), printed
-beside the measured one. Runs stopped because their allocator starved are in both frames with
+pilots in the band, the pool epochs PC had drawn when it crossed); and the signal per rollout
+of every run relative to GRPO's, `signal_per_rollout` = (learning signal per step / GRPO's) /
+(rollouts per step / GRPO's), printed beside the measured speedup. (The count law's ratio,
+pcbench.analysis.mixed_groups_prediction.law_ratios, is another quantity: mixed groups per rollout.) Runs stopped because their allocator starved are in both frames with
 their steps up to the stop (curves column `stopped` says why): censored like any run that did not
 reach the target, never dropped, and counted per method (`starved`). Nothing here trains or reads
 run folders.
@@ -26,8 +27,8 @@ import pandas as pd
 from pcbench.analysis.formats import finite_or_none
 from pcbench.analysis.regime import group_share
 from pcbench.analysis.methods import DAPO, GRPO, PC
-from pcbench.analysis.scoring import N_BOOT, evals_at_target, seed_mean_curve, speedup
-from pcbench.analysis.targets import AA_BAND
+from pcbench.analysis.scoring import N_BOOT, evals_at_target, ratio_record, seed_mean_curve
+from pcbench.analysis.targets import aa_check
 
 
 def grpo_mean_curve(curves: pd.DataFrame) -> pd.Series:
@@ -56,36 +57,27 @@ def crossings(curves: pd.DataFrame, target: float) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["method", "seed_set", "seed", "rtt", "step"])
 
 
-def ratio_record(base: np.ndarray, other: np.ndarray, n_boot: int) -> dict:
-    point, low, high = speedup(base, other, seed=0, n_boot=n_boot)
-    return {"ratio": finite_or_none(point), "low": finite_or_none(low), "high": finite_or_none(high) if math.isfinite(high) else None,
-            "high_inf": bool(high == math.inf), "reached": int(np.isfinite(other).sum()), "runs": int(other.size)}
-
-
 def seed_rtts(cross: pd.DataFrame, method: str, seed_set: str = "main") -> np.ndarray:
     return cross[(cross["method"] == method) & (cross["seed_set"] == seed_set)]["rtt"].to_numpy(float)
 
 
 def aa_ratio(cross: pd.DataFrame, n_boot: int) -> dict:
-    """GRPO's main seeds over its A/A seeds; `resolves` when the interval lies inside AA_BAND."""
-    aa = ratio_record(seed_rtts(cross, GRPO), seed_rtts(cross, GRPO, "aa"), n_boot)
-    aa["resolves"] = bool(aa["low"] is not None and aa["high"] is not None
-                          and AA_BAND[0] <= aa["low"] and aa["high"] <= AA_BAND[1])
-    return aa
+    """The cell's A/A (targets.aa_check) from its crossings."""
+    return aa_check(seed_rtts(cross, GRPO), seed_rtts(cross, GRPO, "aa"), n_boot)
 
 
 def per_run_rates(regime: pd.DataFrame) -> pd.DataFrame:
     """One row per main run: mean learning signal (sum p(1-p) over trained groups) and rollouts per
-    step over the whole run, and each as a ratio to GRPO's mean in the cell; predicted = their quotient."""
+    step over the whole run, and each as a ratio to GRPO's mean in the cell; signal_per_rollout = their quotient."""
     g = regime.groupby(["method", "seed"], sort=True).agg(signal=("signal", "mean"), rollouts=("rollouts_step", "mean"))
     g = g.reset_index()
     base = g[g["method"] == GRPO]
     if base.empty:
-        return g.assign(signal_ratio=math.nan, rollouts_ratio=math.nan, predicted=math.nan)
+        return g.assign(signal_ratio=math.nan, rollouts_ratio=math.nan, signal_per_rollout=math.nan)
     s0, r0 = float(base["signal"].mean()), float(base["rollouts"].mean())
     g["signal_ratio"] = g["signal"] / s0 if s0 > 0 else math.nan
     g["rollouts_ratio"] = g["rollouts"] / r0 if r0 > 0 else math.nan
-    g["predicted"] = g["signal_ratio"] / g["rollouts_ratio"]
+    g["signal_per_rollout"] = g["signal_ratio"] / g["rollouts_ratio"]
     return g
 
 
@@ -145,7 +137,7 @@ def score_cell(curves: pd.DataFrame, regime: pd.DataFrame, n_boot: int = N_BOOT)
            "grpo_reached": int(np.isfinite(grpo).sum()), "grpo_runs": int(grpo.size),
            "regime": cell_regime(regime, cross),
            **{key: {m: finite_or_none(rates.loc[rates["method"] == m, key].mean()) for m in (PC, DAPO)
-                    if (rates["method"] == m).any()} for key in ("predicted", "signal_ratio", "rollouts_ratio")},
+                    if (rates["method"] == m).any()} for key in ("signal_per_rollout", "signal_ratio", "rollouts_ratio")},
            "per_run": json_rows(rates.merge(cross[cross["seed_set"] == "main"], on=["method", "seed"], how="left"))}
     rec["survival"] = survival_ratios(curves, target)
     starved = starved_runs(curves)

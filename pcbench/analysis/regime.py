@@ -17,7 +17,7 @@ and reports, per method:
 It writes regime.csv (one row per run and step) and regime_card.md, and checks the issue's
 regime targets on GRPO's runs (printed; they are facts about the data, not pass/fail of code).
 
-Everything here is a pure function of the metrics frame of pcbench.analysis.runs.load_runs.
+Everything here is a pure function of the metrics frame of pcbench.analysis.run_frames.load_runs.
 """
 
 from __future__ import annotations
@@ -30,8 +30,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from pcbench.analysis.formats import md_table, percent
 from pcbench.pool_card import CLASS_NOTE, card_caption, card_md as pool_card_table
-from pcbench.analysis.runs import ACC
+from pcbench.analysis.run_frames import ACC
 from pcbench.ledger import PASS_BINS
 
 EDGE_STEPS = 5  # "start" / "end" of a run: its first / last this many training steps
@@ -150,10 +151,6 @@ def regime_checks(table: pd.DataFrame, metrics: pd.DataFrame, method: str = "grp
          "met": bool(se <= 0.005) if math.isfinite(se) else None}]
 
 
-def _pct(x) -> str:
-    return "-" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{100 * x:.1f}%"
-
-
 def warm_start_pools(runs: pd.DataFrame | None) -> dict[str, dict]:
     """{data setup: pass-rate histogram of its pool after the warm start} from the runs' summary.json
     (details.warmstart, written by the embedded backend; absent for verl runs): one per setup."""
@@ -180,11 +177,11 @@ def pools_md(pools: dict[str, dict]) -> list[str]:
         return []
     labels = list(next(iter(pools.values()))["histogram"])
     out = ["", "## The pool after the warm start (pass rates over n rollouts of 256 training prompts)", "",
-           "| data | n | " + " | ".join(labels) + " | in the band [1/8, 3/4] | per tier |", "|" + "---|" * (len(labels) + 4)]
+           *md_table(["data", "n", *labels, "in the band [1/8, 3/4]", "per tier"])]
     for name, p in pools.items():
-        tiers = ", ".join(f"{t} {_pct(v)}" for t, v in p["per_tier"].items())
-        out.append(f"| {name} | {p['n'] or '-'} | " + " | ".join(_pct(p["histogram"].get(k)) for k in labels)
-                   + f" | {_pct(p['in_band'])} | {tiers} |")
+        tiers = ", ".join(f"{t} {percent(v)}" for t, v in p["per_tier"].items())
+        out.append(f"| {name} | {p['n'] or '-'} | " + " | ".join(percent(p["histogram"].get(k)) for k in labels)
+                   + f" | {percent(p['in_band'])} | {tiers} |")
     return out + pool_cards_md(pools)
 
 
@@ -210,34 +207,33 @@ def card_md(summaries: list[dict], checks: list[dict], title: str = "Regime card
            "p=0 later solved: prompts once sampled with every rollout wrong (for PC: deferred) that a later "
            "sample answered correctly at least once (seed mean at the end).", ""]
     if checks:
-        out += ["## Regime targets (GRPO)", "", "| check | measured | goal | met |", "|---|---|---|---|"]
+        out += ["## Regime targets (GRPO)", "", *md_table(["check", "measured", "goal", "met"])]
         for c in checks:
             m = c["measured"]
             val = f"{m}" if isinstance(m, int) else (f"{100 * m:.2f} points" if "se" in c["check"] or "gain" in c["check"]
-                                                    else _pct(m))
+                                                    else percent(m))
             out.append(f"| {c['check']} | {val} | {c['goal']} | {'yes' if c['met'] else 'NO'} |")
         out.append("")
     out += ["## Groups by reward variance", "",
-            "| method | seeds | steps | trained all-correct | trained all-wrong | sampled kind | sampled all-correct "
-            "| sampled all-wrong | sampled zero-var start | sampled zero-var end | p=0 seen | p=0 later solved |",
-            "|" + "---|" * 12]
+            *md_table(["method", "seeds", "steps", "trained all-correct", "trained all-wrong", "sampled kind",
+                       "sampled all-correct", "sampled all-wrong", "sampled zero-var start", "sampled zero-var end",
+                       "p=0 seen", "p=0 later solved"])]
     for s in summaries:
-        out.append(f"| {s['method']} | {s['seeds']} | {s['steps']} | {_pct(s['trained_all_correct'])} "
-                   f"| {_pct(s['trained_all_wrong'])} | {s['sampled_kind'] or '-'} | {_pct(s['sampled_all_correct'])} "
-                   f"| {_pct(s['sampled_all_wrong'])} | {_pct(s['sampled_zero_var_start'])} "
-                   f"| {_pct(s['sampled_zero_var_end'])} | {s['zero_seen']:.0f} | {s['zero_later_solved']:.0f} |")
+        out.append(f"| {s['method']} | {s['seeds']} | {s['steps']} | {percent(s['trained_all_correct'])} "
+                   f"| {percent(s['trained_all_wrong'])} | {s['sampled_kind'] or '-'} | {percent(s['sampled_all_correct'])} "
+                   f"| {percent(s['sampled_all_wrong'])} | {percent(s['sampled_zero_var_start'])} "
+                   f"| {percent(s['sampled_zero_var_end'])} | {s['zero_seen']:.0f} | {s['zero_later_solved']:.0f} |")
     labels = [label for *_, label in PASS_BINS]
     out += ["", "## Pass-rate histogram of sampled groups (start -> end)", "",
-            "| method | " + " | ".join(f"p in {lab}" if "-" in lab else f"p={lab}" for lab in labels) + " |",
-            "|" + "---|" * (len(labels) + 1)]
+            *md_table(["method", *(f"p in {lab}" if "-" in lab else f"p={lab}" for lab in labels)])]
     for s in summaries:
-        out.append(f"| {s['method']} | " + " | ".join(f"{_pct(s['hist_start'][lab])} -> {_pct(s['hist_end'][lab])}"
+        out.append(f"| {s['method']} | " + " | ".join(f"{percent(s['hist_start'][lab])} -> {percent(s['hist_end'][lab])}"
                                                   for lab in labels) + " |")
     sets = sorted({k for s in summaries for k in s["per_set"]}, key=lambda k: (k != "val (all)", k))
     out += ["", "## Accuracy per set, seed mean (first -> last evaluation; ood/* is not part of val/acc)", "",
-            "| method | " + " | ".join(sets) + " |", "|" + "---|" * (len(sets) + 1)]
+            *md_table(["method", *sets])]
     for s in summaries:
-        cells = [f"{_pct(s['per_set'][k][0])} -> {_pct(s['per_set'][k][1])}" if k in s["per_set"] else "-" for k in sets]
+        cells = [f"{percent(s['per_set'][k][0])} -> {percent(s['per_set'][k][1])}" if k in s["per_set"] else "-" for k in sets]
         out.append(f"| {s['method']} | " + " | ".join(cells) + " |")
     return "\n".join(out + pools_md(pools or {}) + [""])
 
@@ -257,7 +253,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args) -> int:
-    from pcbench.analysis.runs import load_runs
+    from pcbench.analysis.run_frames import load_runs
 
     runs, metrics, warnings = load_runs(args.results)
     for w in warnings:

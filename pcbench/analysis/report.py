@@ -7,38 +7,17 @@ import io
 import json
 
 from pcbench.analysis.methods import label
-from pcbench.analysis.formats import DID_NOT_REACH, NA, fmt_rollouts, percent
+from pcbench.analysis.formats import NA, fmt_rollouts, md_table, percent, ratio_with_interval, rollouts_with_interval
 from pcbench.analysis.scoring import N_BOOT
 COLUMNS = ("model", "data", "target", "method", "reached", "rollouts to target", "95% CI",
            "vs GRPO", "vs DAPO", "final acc", "final rollouts")
 UNFINISHED_MARK = "*"
 
 
-def fmt_x(value) -> str:
-    return f"{value:.1f}x"
-
-
-def _rtt_cell(rec: dict) -> str:
-    if rec["target"] is None:
-        return NA
-    return DID_NOT_REACH if rec["rollouts_to_target"] is None else fmt_rollouts(rec["rollouts_to_target"])
-
-
-def _ci_cell(rec: dict) -> str:
-    low, high = rec["rtt_ci_low"], rec["rtt_ci_high"]
-    if low is None and high is None:
-        return NA
-    return f"[{fmt_rollouts(low) if low is not None else NA}, {fmt_rollouts(high) if high is not None else 'inf'}]"
-
-
-def _speedup_cell(rec: dict, name: str) -> str:
-    point = rec[f"speedup_vs_{name}"]
-    if point is None:
-        return NA
-    low, high = rec[f"speedup_vs_{name}_ci_low"], rec[f"speedup_vs_{name}_ci_high"]
-    low_s = f"{low:.1f}" if low is not None else NA
-    high_s = f"{high:.1f}" if high is not None else "inf"
-    return f"{fmt_x(point)} [{low_s}, {high_s}]"
+def _speedup_text(rec: dict, name: str) -> str:
+    """speedup_vs_<name> with its interval, one decimal: '1.3x [0.9, inf]'."""
+    key = f"speedup_vs_{name}"
+    return ratio_with_interval(rec[key], rec[f"{key}_ci_low"], rec[f"{key}_ci_high"], digits=1)
 
 
 def table_cells(rec: dict) -> list[str]:
@@ -47,7 +26,7 @@ def table_cells(rec: dict) -> list[str]:
     if rec.get("unfinished"):
         reached += UNFINISHED_MARK
     return [rec["model"], rec["data"], percent(rec["target"]), label(rec["method"]),
-            reached, _rtt_cell(rec), _ci_cell(rec), _speedup_cell(rec, "grpo"), _speedup_cell(rec, "dapo"),
+            reached, *rollouts_with_interval(rec), _speedup_text(rec, "grpo"), _speedup_text(rec, "dapo"),
             percent(rec["final_val_acc"]), fmt_rollouts(rec["cumulative_rollouts"])]
 
 
@@ -78,8 +57,7 @@ def footnote(records: list[dict], seed: int, n_boot: int) -> str:
 
 
 def to_markdown(records: list[dict], seed: int = 0, n_boot: int = N_BOOT) -> str:
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in table_cells(r)) + " |" for r in records]
+    lines = md_table(COLUMNS, ([c.replace("|", "\\|") for c in table_cells(r)] for r in records))
     return "\n".join(lines) + "\n\n" + footnote(records, seed, n_boot) + "\n"
 
 

@@ -9,7 +9,7 @@ Definitions (docs/method.md#rollouts-to-target):
   `>=` allows TOL of float round-off, so a seed that logged exactly the target reaches it.
 - per method: the median over seeds with censored runs as `inf`; a median of `inf` means
   "did not reach" and is never reported as a number. A run whose allocator starved (status
-  "starved", pcbench.analysis.runs.read_stop) is scored on its evaluations up to the stop: a hit
+  "starved", pcbench.analysis.run_frames.read_stop) is scored on its evaluations up to the stop: a hit
   before it counts, else it is censored like any run that did not get there.
 - speedup vs a comparator: comparator median / method median; `None` when either median is
   censored. Intervals: percentile bootstrap (95%) over seeds with `numpy.random.default_rng(seed)`,
@@ -28,7 +28,7 @@ import pandas as pd
 
 from pcbench.analysis.formats import finite_or_none
 from pcbench.analysis.methods import method_order
-from pcbench.analysis.runs import ACC, SCORED, STARVED, eval_rows
+from pcbench.analysis.run_frames import ACC, SCORED, STARVED, eval_rows
 
 TOL = 1e-9
 N_BOOT = 10_000
@@ -41,7 +41,7 @@ def target_accuracy(df: pd.DataFrame, baseline: str = "grpo",
                     warnings: list[str] | None = None) -> dict[tuple[str, str], float]:
     """{(model, data): target} for every group where `baseline` has evaluations.
 
-    df: metrics frame (pcbench.analysis.runs.load_runs); rows of other methods are ignored.
+    df: metrics frame (pcbench.analysis.run_frames.load_runs); rows of other methods are ignored.
     """
     evals = eval_rows(df)
     evals = evals[evals["method"] == baseline]
@@ -93,7 +93,10 @@ def censored_median(values) -> float:
     return float(np.median(values)) if values.size else math.nan
 
 
-def _interval(stats: np.ndarray, level: float) -> tuple[float, float]:
+def percentile_interval(stats, level: float = LEVEL) -> tuple[float, float]:
+    """The percentile interval of bootstrap statistics (NaN resamples dropped): the (1-level)/2 and
+    (1+level)/2 quantiles, inverted-CDF rule (each end is one of the resampled values)."""
+    stats = np.asarray(stats, dtype=float)
     stats = stats[~np.isnan(stats)]
     if stats.size == 0:
         return math.nan, math.nan
@@ -102,9 +105,13 @@ def _interval(stats: np.ndarray, level: float) -> tuple[float, float]:
     return float(low), float(high)
 
 
+def resample_indices(size: int, rng: np.random.Generator, n_boot: int = N_BOOT) -> np.ndarray:
+    """(n_boot, size) indices of `size` items drawn with replacement: one row per bootstrap resample."""
+    return rng.integers(0, size, size=(n_boot, size))
+
+
 def _resampled_medians(values: np.ndarray, rng: np.random.Generator, n_boot: int) -> np.ndarray:
-    idx = rng.integers(0, values.size, size=(n_boot, values.size))
-    return np.median(values[idx], axis=1)
+    return np.median(values[resample_indices(values.size, rng, n_boot)], axis=1)
 
 
 def bootstrap_median_ci(values, seed: int = 0, n_boot: int = N_BOOT,
@@ -114,7 +121,7 @@ def bootstrap_median_ci(values, seed: int = 0, n_boot: int = N_BOOT,
     if values.size == 0:
         return math.nan, math.nan
     rng = np.random.default_rng(seed)
-    return _interval(_resampled_medians(values, rng, n_boot), level)
+    return percentile_interval(_resampled_medians(values, rng, n_boot), level)
 
 
 def bootstrap_mean_ci(values, seed: int = 0, n_boot: int = N_BOOT,
@@ -125,8 +132,7 @@ def bootstrap_mean_ci(values, seed: int = 0, n_boot: int = N_BOOT,
     if values.size == 0:
         return math.nan, math.nan
     rng = np.random.default_rng(seed)
-    idx = rng.integers(0, values.size, size=(n_boot, values.size))
-    return _interval(values[idx].mean(axis=1), level)
+    return percentile_interval(values[resample_indices(values.size, rng, n_boot)].mean(axis=1), level)
 
 
 def _ratio(base: np.ndarray, method: np.ndarray) -> np.ndarray:
@@ -149,8 +155,17 @@ def speedup(base_values, method_values, seed: int = 0, n_boot: int = N_BOOT,
     rng = np.random.default_rng(seed)
     b_boot = _resampled_medians(base, rng, n_boot)
     m_boot = _resampled_medians(method, rng, n_boot)
-    low, high = _interval(_ratio(b_boot, m_boot), level)
+    low, high = percentile_interval(_ratio(b_boot, m_boot), level)
     return b_med / m_med, low, high
+
+
+def ratio_record(base_values, method_values, n_boot: int = N_BOOT, seed: int = 0) -> dict:
+    """speedup() as JSON, the layout every ratio of the map and the A/A are written in:
+    {ratio, low, high (None when unbounded), high_inf, reached and runs (of `method_values`)}."""
+    method = np.asarray(method_values, float)
+    point, low, high = speedup(base_values, method, seed=seed, n_boot=n_boot)
+    return {"ratio": finite_or_none(point), "low": finite_or_none(low), "high": finite_or_none(high),
+            "high_inf": bool(high == math.inf), "reached": int(np.isfinite(method).sum()), "runs": int(method.size)}
 
 
 def resolve_targets(metrics: pd.DataFrame, target: str | float | None = None, baseline: str = "grpo",

@@ -1,7 +1,7 @@
 """The setup a run is compared in, derived from its config.yaml, and `--where` selection.
 
 Two runs are comparable (same target, speedups between them) only if everything that defines
-their setup is equal: the whole config minus pcbench.analysis.runs.NOT_SETUP (the method and its
+their setup is equal: the whole config minus pcbench.analysis.run_frames.NOT_SETUP (the method and its
 knobs, the seed, bookkeeping). A results folder holding a probe run next to a benchmark, or
 two data mixes under one data name, thus gives separate rows, never one pooled comparison.
 """

@@ -12,7 +12,7 @@ final cumulative rollouts. Definitions: pcbench/analysis/scoring.py; run folders
     python analysis/speedup.py results/ --where data.train_size=1000    # one setup of several
 
 Runs are compared only within one setup (config.yaml minus the method, its knobs, the seed and
-bookkeeping: pcbench/analysis/runs.py NOT_SETUP). A folder holding several setups of one (model, data)
+bookkeeping: pcbench/analysis/run_frames.py NOT_SETUP). A folder holding several setups of one (model, data)
 gives one block of rows per setup, each with its own target, its data column naming the keys
 that differ ("synthetic-arith [data.train_size=1000]"), and a warning saying how to keep one.
 
@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 
 from pcbench.analysis.report import FORMATS
-from pcbench.analysis.runs import load_runs
+from pcbench.analysis.run_frames import load_runs
 from pcbench.analysis.scoring import N_BOOT, score
 
 

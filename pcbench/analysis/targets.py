@@ -11,19 +11,19 @@ Two targets are scored, both from GRPO's seed-mean val/acc on the main seeds:
 
 A/A: GRPO on a second, disjoint seed set, scored against the same target exactly like any
 other method. Its rollouts-to-target ratio to GRPO's main seeds (bootstrap over seeds) is the
-noise floor: a method whose interval lies inside it is not distinguishable from GRPO.
+noise floor: a method whose interval lies inside it is not distinguishable from GRPO. `aa_check`
+is its one definition and its one JSON layout (the sample-efficiency report and every regime-map
+cell write it); `aa_from_json` also reads the layout reports written before it
+(`ci_low`/`ci_high`/`within_band`).
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 
-from pcbench.analysis.formats import finite_or_none
-from pcbench.analysis.runs import ACC
-from pcbench.analysis.scoring import N_BOOT, rollouts_to_target, seed_mean_curve, speedup
+from pcbench.analysis.run_frames import ACC
+from pcbench.analysis.scoring import N_BOOT, ratio_record, rollouts_to_target, seed_mean_curve
 
 REF_FRACTION = 2 / 3
 AA = "grpo_aa"  # method name the A/A runs are scored under (their folders say grpo)
@@ -47,17 +47,39 @@ def rtts(metrics: pd.DataFrame, method: str, target: float) -> np.ndarray:
     return np.array([rollouts_to_target(g, target) for _, g in evals.groupby("path")], dtype=float)
 
 
+def aa_check(grpo_rtts, aa_rtts, n_boot: int = N_BOOT, seed: int = 0) -> dict:
+    """The A/A: median rollouts-to-target of GRPO's main seeds over its A/A seeds, with a bootstrap
+    interval. -> {ratio, low, high, high_inf, reached, runs} (scoring.ratio_record; reached and runs
+    count the A/A seeds) and `resolves`: the interval lies inside AA_BAND."""
+    aa = ratio_record(grpo_rtts, aa_rtts, n_boot, seed)
+    aa["resolves"] = bool(aa["low"] is not None and aa["high"] is not None
+                          and AA_BAND[0] <= aa["low"] and aa["high"] <= AA_BAND[1])
+    return aa
+
+
 def aa_record(metrics: pd.DataFrame, target: float | None, seed: int = 0, n_boot: int = N_BOOT) -> dict | None:
-    """GRPO (main seeds) vs GRPO (A/A seeds): median rtt of each, ratio main/aa with a bootstrap CI."""
+    """The A/A of a metrics frame (A/A runs under method AA) at `target`: aa_check's fields plus the
+    target and every seed's rollouts-to-target (`grpo_rtt`, `aa_rtt`; inf when censored)."""
     if target is None or not (metrics["method"] == AA).any():
         return None
     main, other = rtts(metrics, "grpo", target), rtts(metrics, AA, target)
-    point, low, high = speedup(main, other, seed=seed, n_boot=n_boot)
-    inside = (math.isfinite(low) and math.isfinite(high) and AA_BAND[0] <= low and high <= AA_BAND[1])
     return {"target": target, "grpo_rtt": main.tolist(), "aa_rtt": other.tolist(),
-            "grpo_reached": int(np.isfinite(main).sum()), "aa_reached": int(np.isfinite(other).sum()),
-            "ratio": finite_or_none(point), "ci_low": finite_or_none(low), "ci_high": finite_or_none(high) if math.isfinite(high) else None,
-            "ci_high_inf": bool(high == math.inf), "within_band": bool(inside)}
+            **aa_check(main, other, n_boot, seed)}
+
+
+LEGACY_AA_KEYS = {"ci_low": "low", "ci_high": "high", "ci_high_inf": "high_inf", "within_band": "resolves",
+                  "aa_reached": "reached"}
+
+
+def aa_from_json(rec: dict | None) -> dict | None:
+    """An A/A record as written in a report's JSON, in aa_check's layout. Sample-efficiency reports
+    written before aa_check (results/bench/engine_speed/*/sample_efficiency.json) name the interval
+    `ci_low`/`ci_high`/`ci_high_inf`, the verdict `within_band` and count `aa_reached`/`grpo_reached`."""
+    if rec is None or "within_band" not in rec:
+        return rec
+    out = {LEGACY_AA_KEYS.get(k, k): v for k, v in rec.items() if k != "grpo_reached"}
+    out["runs"] = len(rec["aa_rtt"])
+    return out
 
 
 def curves_table(metrics: pd.DataFrame) -> pd.DataFrame:

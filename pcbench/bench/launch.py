@@ -61,8 +61,8 @@ def is_finished(folder: Path) -> bool:
 
 def is_scored(folder: Path) -> bool:
     """Finished, or stopped because its allocator starved (a result, censored from its last evaluation:
-    pcbench.analysis.runs.read_stop); a crashed or running folder is not scored."""
-    from pcbench.analysis.runs import read_stop
+    pcbench.analysis.run_frames.read_stop); a crashed or running folder is not scored."""
+    from pcbench.analysis.run_frames import read_stop
 
     return is_finished(folder) or read_stop(folder)[0] is not None
 

@@ -29,6 +29,7 @@ import pandas as pd
 import yaml
 
 from pcbench import paths
+from pcbench.analysis.formats import decimal, md_table, percent
 from pcbench.bench.launch import Job, is_scored, launch, plan, run_folder
 
 PLAN = paths.CONF_DIR / "bench" / "probes.yaml"
@@ -223,12 +224,6 @@ def score_design(spec: dict, name: str, extra: list[str]) -> tuple[pd.DataFrame,
     return curves, m
 
 
-def _f(x, pct=False) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "-"
-    return f"{100 * x:.0f}%" if pct else f"{x:.2f}"
-
-
 def _points(gain) -> str:
     """A val/acc gain (best seed-mean evaluation over step 0's) in points."""
     return "-" if gain is None else f"{100 * gain:+.1f}"
@@ -242,7 +237,7 @@ def table_md(spec: dict, results: dict) -> list[str]:
     cols = ["design", "GRPO zero-var (all-correct / all-wrong)", "PC rounds (thirds)", "PC pilots in band (thirds)",
             "target (GRPO start -> best)", "val/acc gain GRPO / PC", "PC epochs at target (per seed)", "near-solved",
             "met"]
-    out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    out = md_table(cols)
     for name, m in results.items():
         if not m:
             out.append(f"| {name} | not run |" + " |" * (len(cols) - 2))
@@ -251,15 +246,15 @@ def table_md(spec: dict, results: dict) -> list[str]:
         eps = ", ".join("-" if e is None else f"{e:.2f}" for e in m["pc_epochs_at_target"])
         out.append(" | ".join([
             f"| {name}",
-            f"{_f(m['grpo_zero_variance'], True)}{_mark(met['grpo_zero_variance'])} "
-            f"({_f(m['grpo_all_correct'], True)} / {_f(m['grpo_all_wrong'], True)})",
-            f"{_f(m['pc_rounds'])}{_mark(met['pc_rounds'])} ({_f(m.get('pc_rounds_t1'))} / {_f(m.get('pc_rounds_t2'))} / "
-            f"{_f(m.get('pc_rounds_t3'))}{_mark(met['pc_rounds_last_third'])})",
-            f"{_f(m.get('pc_in_band_t1'), True)} / {_f(m.get('pc_in_band_t2'), True)} / {_f(m.get('pc_in_band_t3'), True)}",
-            f"{_f(m['target'])} ({_f(m['grpo_start'])} -> best at step {m['grpo_best_step']})",
+            f"{percent(m['grpo_zero_variance'], 0)}{_mark(met['grpo_zero_variance'])} "
+            f"({percent(m['grpo_all_correct'], 0)} / {percent(m['grpo_all_wrong'], 0)})",
+            f"{decimal(m['pc_rounds'])}{_mark(met['pc_rounds'])} ({decimal(m.get('pc_rounds_t1'))} / {decimal(m.get('pc_rounds_t2'))} / "
+            f"{decimal(m.get('pc_rounds_t3'))}{_mark(met['pc_rounds_last_third'])})",
+            f"{percent(m.get('pc_in_band_t1'), 0)} / {percent(m.get('pc_in_band_t2'), 0)} / {percent(m.get('pc_in_band_t3'), 0)}",
+            f"{decimal(m['target'])} ({decimal(m['grpo_start'])} -> best at step {m['grpo_best_step']})",
             f"{_points(m.get('grpo_gain'))} / {_points(m.get('pc_gain'))}",
-            f"{_f(m['pc_epochs_median'])}{_mark(met['epochs_at_target'])} ({eps})",
-            f"{_f(m['near_solved'], True)}{_mark(met['near_solved'])}",
+            f"{decimal(m['pc_epochs_median'])}{_mark(met['epochs_at_target'])} ({eps})",
+            f"{percent(m['near_solved'], 0)}{_mark(met['near_solved'])}",
             f"{sum(bool(v) for v in met.values())}/{len(met)} |"]))
     return out
 
@@ -285,8 +280,8 @@ def report_md(spec: dict, results: dict, cards: dict) -> str:
                   f"{card['pool_size']} prompts, warm start {card['warmstart']})", "", *card_md(card["pool"]), "",
                   "By skill:", "", *card_md(card["pool_by_skill"]), "",
                   "Expected at step 0 (binomial from these rates): GRPO zero-variance "
-                  f"{_f(card['expected']['grpo_zero_variance'], True)}, fresh pilots in band "
-                  f"{_f(card['expected']['pilot_in_band'], True)}, PC rounds {card['expected']['pc_rounds_now']:.2f}."]
+                  f"{percent(card['expected']['grpo_zero_variance'], 0)}, fresh pilots in band "
+                  f"{percent(card['expected']['pilot_in_band'], 0)}, PC rounds {card['expected']['pc_rounds_now']:.2f}."]
     return "\n".join(lines) + "\n"
 
 

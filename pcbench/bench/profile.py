@@ -30,7 +30,8 @@ import sys
 import time
 from pathlib import Path
 
-from pcbench.reports.profile import PHASES  # the phases a job's time is split into
+# the phases a job's time is split into (the docstring says what each holds), in the report's order
+PHASES = ("startup", "generation", "reward", "update", "evaluation", "allocator", "writing")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -167,7 +168,8 @@ def main(args, argv: list[str]) -> int:
             print(f"{method} n={n}: {job['total_wall']:.1f} s wall, "
                   + ", ".join(f"{p} {job['wall'][p]:.1f}" for p in PHASES), flush=True)
     meta["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
-    report = {"provenance": meta, "note": args.note, "steps": args.steps, "seed": args.seed, "overrides": args.override, "jobs": jobs}
+    report = {"provenance": meta, "note": args.note, "steps": args.steps, "seed": args.seed, "overrides": args.override,
+              "phases": list(PHASES), "jobs": jobs}
     atomic_write_json(args.out / f"{args.name}.json", report)
     atomic_write_text(args.out / f"{args.name}.md", render(report))
     print(f"wrote {args.out / args.name}.md and .json")

@@ -117,7 +117,7 @@ def main(args, argv: list[str]) -> int:
         from pcbench.analysis.warmstart_note import warmstart_digests
 
         meta["warmstart_digests"] = warmstart_digests(present + aa_present)
-    from pcbench.analysis.runs import failed_runs
+    from pcbench.analysis.run_frames import failed_runs
     from pcbench.reports.sample_efficiency import score_benchmark  # pandas, matplotlib: only when scoring
     parts = {"provenance": meta, "setup": setup(jobs, args, home),
              **score_benchmark(present, aa_present, args.out, args.n_boot),

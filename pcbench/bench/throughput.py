@@ -49,7 +49,7 @@ def _count(row: list[int], eos: int, pad: int) -> list[int]:
     return out
 
 
-def _ours(model, prompts, cfg, tok, seed):
+def _embedded_sample(model, prompts, cfg, tok, seed):
     from pcbench.backends.embedded.sampler import sample
 
     gen = torch.Generator().manual_seed(seed)
@@ -58,7 +58,7 @@ def _ours(model, prompts, cfg, tok, seed):
                   eos_id=tok.eos_id, pad_id=tok.pad_id, generator=gen)
 
 
-def _hf(model, prompts, cfg, tok, seed):
+def _hf_generate(model, prompts, cfg, tok, seed):
     from pcbench.backends.embedded.sampler import left_pad
 
     ids, mask = left_pad(prompts, tok.pad_id)
@@ -76,7 +76,7 @@ def measure(model, prompts, answers, cfg, tok, repeats: int) -> dict[str, dict]:
     each repeat, so load from other processes drifts onto both alike."""
     from pcbench.reward import compute_score
 
-    samplers = {"embedded sample": _ours, "hf generate": _hf}
+    samplers = {"embedded sample": _embedded_sample, "hf generate": _hf_generate}
     for fn in samplers.values():
         fn(model, prompts, cfg, tok, 0)  # warm-up: allocator and cache growth, not timed
     times = {name: [] for name in samplers}

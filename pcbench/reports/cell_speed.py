@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from pcbench.analysis.formats import md_table, ratio_entry_text
 from pcbench.reports.engine_speed import wall_table
 
 
@@ -26,16 +27,13 @@ def load(folder: Path, cell: str) -> tuple[pd.DataFrame, dict[str, dict]]:
         report = reports[entry["key"]]
         scores = report["cells"].get(cell, {})  # the report lists every cell of the grid, run or not
         rows.append({**entry, "runs": len(report["runs"]), "failed": len(report["failures"]),
-                     "pc_vs_grpo": _ratio(scores.get("pc_vs_grpo")), "aa": _ratio(scores.get("aa"))})
+                     "pc_vs_grpo": _map_ratio(scores.get("pc_vs_grpo")), "aa": _map_ratio(scores.get("aa"))})
     return pd.DataFrame(rows), reports
 
 
-def _ratio(entry) -> str:
-    """A ratio entry of the map's report ({'ratio', 'low', 'high', 'high_inf'}) -> '1.33 [0.87, inf]'."""
-    if not isinstance(entry, dict) or entry.get("ratio") is None:
-        return "-"
-    high = "inf" if entry.get("high_inf") else f"{entry['high']:.2f}"
-    return f"{entry['ratio']:.2f} [{entry['low']:.2f}, {high}]"
+def _map_ratio(entry: dict | None) -> str:
+    """A ratio of the map's report as '1.33 [0.87, inf]' (no 'x': the column says what it is)."""
+    return ratio_entry_text(entry, unit="")
 
 
 def speedup(table: pd.DataFrame, slow: str, fast: str) -> float | None:
@@ -74,7 +72,7 @@ def _picture_lines(reports: dict[str, dict], plan: dict) -> list[str]:
         return []
     a, b = (reports[k]["cells"].get(plan["cell"], {}) for k in keys)
     verdict = same_picture(a, b)
-    parts = [f"{name} {_ratio(a.get(name))} vs {_ratio(b.get(name))}: "
+    parts = [f"{name} {_map_ratio(a.get(name))} vs {_map_ratio(b.get(name))}: "
              + {True: "each inside the other's interval", False: "NOT inside", None: "missing"}[ok]
              for name, ok in verdict.items()]
     met = "met" if all(v is True for v in verdict.values()) else "not met"
@@ -103,12 +101,11 @@ def render(folder: Path, plan: dict) -> str:
              f"{prov['date_utc']} UTC; {meta['note']}.",
              "Whose floats, per version (its first launch's report): " + "; ".join(
                  f"{v}: {_numerics(reports[f'{v}1'])}" for v in dict.fromkeys(frame.version)) + ".", "",
-             "| version | commit | launches | launcher wall s (min / median / max) | runs' own s (median of sums) |",
-             "|---|---|---|---|---|"]
+             *md_table(["version", "commit", "launches", "launcher wall s (min / median / max)", "runs' own s (median of sums)"])]
     for r in table.itertuples():
         lines.append(f"| {r.version} | {r.commit} | {r.launches} | {r.wall_min:.0f} / {r.wall_median:.0f} / "
                      f"{r.wall_max:.0f} | {r.run_seconds_median:.0f} |")
-    lines += ["", "| launch | wall s | runs | failed | load at end | PC vs GRPO [95% CI] | A/A [95% CI] |", "|---|---|---|---|---|---|---|"]
+    lines += ["", *md_table(["launch", "wall s", "runs", "failed", "load at end", "PC vs GRPO [95% CI]", "A/A [95% CI]"])]
     for r in frame.itertuples():
         lines.append(f"| {r.key} | {r.wall_s:.0f} | {r.runs} | {r.failed} | {r.loadavg[0]} | {r.pc_vs_grpo} | {r.aa} |")
     lines.append("")

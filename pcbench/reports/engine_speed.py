@@ -17,6 +17,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from pcbench.analysis.formats import md_table
+from pcbench.analysis.targets import aa_from_json
+
 
 def load(folder: Path) -> tuple[pd.DataFrame, dict[str, dict], dict[str, pd.DataFrame]]:
     """-> launches (one row each), each launch's report json and curves, keyed '<version><repeat>'."""
@@ -56,7 +59,7 @@ def scored(report: dict) -> dict:
     """What a reader takes from a report besides accuracies: every rollouts-to-target record with its
     ratios and intervals, and the A/A's ratio and interval (paths, timing, provenance left out)."""
     recs = [{k: r.get(k) for k in RATIOS} for r in report["records"] + report["reference_records"]]
-    aa = {t: {k: v for k, v in a.items() if k in ("ratio", "ci_low", "ci_high", "within_band", "grpo_rtt", "aa_rtt")}
+    aa = {t: {k: v for k, v in aa_from_json(a).items() if k in ("ratio", "low", "high", "resolves", "grpo_rtt", "aa_rtt")}
           for t, a in report["aa"].items()}
     return {"records": recs, "aa": aa}
 
@@ -81,14 +84,13 @@ def render(folder: Path) -> str:
              f"load average at the end of each: {', '.join(str(x[0]) for x in launches.loadavg)}.",
              f"Command of each: `{reports[ka]['provenance']['command']}` (the run folders and output folder per launch).",
              _machine(reports[ka]["provenance"]), "",
-             "| version | commit | launches | launcher wall s (min / median / max) | runs' own s (median, sum over runs) |",
-             "|---|---|---|---|---|"]
+             *md_table(["version", "commit", "launches", "launcher wall s (min / median / max)",
+                        "runs' own s (median, sum over runs)"])]
     for r in walls.itertuples():
         lines.append(f"| {r.version} | {r.commit} | {r.launches} | {r.wall_min:.0f} / {r.wall_median:.0f} / {r.wall_max:.0f} | {r.run_seconds_median:.0f} |")
     lines += ["", f"Median launcher wall: {va} / {vb} = **{ratio:.2f}x** "
               f"(runs' own seconds: {walls.run_seconds_median.iloc[0] / walls.run_seconds_median.iloc[1]:.2f}x).", "",
-              "| method | step s " + " | step s ".join(walls.version) + " | generate s/step " + " | generate s/step ".join(walls.version) + " |",
-              "|---|" + "---|" * (2 * len(walls))]
+              *md_table(["method", *(f"step s {v}" for v in walls.version), *(f"generate s/step {v}" for v in walls.version)])]
     for i, t in enumerate(reports[ka]["timing"]):
         other = reports[kb]["timing"][i]
         lines.append(f"| {t['method']} | {t['step_s']:.3f} | {other['step_s']:.3f} | {t['generate_s']:.3f} | {other['generate_s']:.3f} |")

@@ -29,7 +29,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pcbench.analysis import law, predictor, survival
+from pcbench.analysis import law, mixed_groups_prediction as prediction, survival
+from pcbench.analysis.formats import (NA, decimal, interval_text, md_table, ratio_entry_text, ratio_text,
+                                      ratio_with_interval)
 from pcbench.analysis.methods import label, method_colors, method_order
 from pcbench.analysis.warmstart_note import warmstart_notice
 from pcbench.analysis.plotstyle import save_figure, wrap
@@ -61,19 +63,6 @@ def _records(frame: pd.DataFrame) -> list[dict]:
              for k, v in r.items()} for r in frame.to_dict(orient="records")]
 
 
-def _decimal(v, nd: int = 2) -> str:
-    return "-" if v is None or not math.isfinite(float(v)) else f"{float(v):.{nd}f}"
-
-
-def _ratio_text(v) -> str:
-    """A ratio as '1.23x', '-' when missing."""
-    return "-" if v is None or not math.isfinite(float(v)) else f"{float(v):.2f}x"
-
-
-def _interval_text(low, high) -> str:
-    return f"[{_decimal(low)}, {'inf' if high is not None and math.isinf(float(high)) else _decimal(high)}]"
-
-
 # ------------------------------------------------------------------------- the law
 
 def law_results(curves, regime, n_boot: int) -> dict:
@@ -82,12 +71,12 @@ def law_results(curves, regime, n_boot: int) -> dict:
     alpha = law.best_alpha(fit)
     gaps = law.gap_table(frame, "mixed_cum")
     gaps_rollouts = law.gap_table(frame, "cumulative_rollouts")
-    ratios = predictor.law_ratios(regime)
-    measured = predictor.measured_ratios(curves, n_boot=n_boot)
+    ratios = prediction.law_ratios(regime)
+    measured = prediction.measured_ratios(curves, n_boot=n_boot)
     table = ratios[ratios["method"] != "grpo"].merge(measured, on=["cell", "method"], how="left")
     mp = table[table["cell"] != law.SE_CELL]
-    lo = predictor.loco(mp[mp["method"].isin(["pilot_commit", "dapo"])])
-    cal = predictor.calibration(mp)
+    lo = prediction.loco(mp[mp["method"].isin(["pilot_commit", "dapo"])])
+    cal = prediction.calibration(mp)
     se = table[table["cell"] == law.SE_CELL].copy()
     se["calibrated"] = [r * cal[m] if m in cal else math.nan for r, m in zip(se["law_ratio"], se["method"])]
     aa = measured[measured["method"].str.endswith("_aa")]
@@ -110,7 +99,7 @@ def law_md(res: dict) -> str:
            "count and summed p(1-p)). Fit: RMS over the 15 (map cell, DAPO/Pilot-Commit) pairs of log(gap), the "
            "gap being the value a method needed at matched accuracy over GRPO's (0 = all curves on one). "
            "Last row: plain cumulative rollouts, for scale.", "",
-           "| a | RMS log gap | mean log gap | pairs |", "|---|---|---|---|"]
+           *md_table(["a", "RMS log gap", "mean log gap", "pairs"])]
     for _, r in fit.iterrows():
         a = "rollouts" if not math.isfinite(r["alpha"]) else f"{r['alpha']:g}"
         out.append(f"| {a} | {r['rms_log_gap']:.3f} | {r['mean_log_gap']:+.3f} | {int(r['pairs'])} |")
@@ -121,22 +110,22 @@ def law_md(res: dict) -> str:
             "the top 80% of the accuracy range both reach); groups: the difference at the median level; seeds: "
             "each seed's curve against GRPO's seed-mean (min..max, sd of the log). The same in cumulative "
             "rollouts for comparison.", "",
-            "| cell | method | gap (groups) | seeds min..max | sd log | groups at matched acc | matched acc | gap (rollouts) |",
-            "|---|---|---|---|---|---|---|---|"]
+            *md_table(["cell", "method", "gap (groups)", "seeds min..max", "sd log", "groups at matched acc", "matched acc",
+                      "gap (rollouts)"])]
     gr = res["gaps_rollouts"].set_index(["cell", "method"])["gap"]
     for _, r in gaps.iterrows():
-        out.append(f"| {r['cell']} | {label(r['method'])} | {_ratio_text(r['gap'])} | {_decimal(r['seed_min'])}..{_decimal(r['seed_max'])} "
-                   f"| {_decimal(r['seed_log_sd'])} | {r['gap_abs']:+.0f} | {100 * r['matched_acc']:.1f}% | "
-                   f"{_ratio_text(gr.get((r['cell'], r['method'])))} |")
-    out += ["", "## Predicted vs measured rollouts-to-target ratio to GRPO (map cells)", "",
+        out.append(f"| {r['cell']} | {label(r['method'])} | {ratio_text(r['gap'])} | {decimal(r['seed_min'])}..{decimal(r['seed_max'])} "
+                   f"| {decimal(r['seed_log_sd'])} | {r['gap_abs']:+.0f} | {100 * r['matched_acc']:.1f}% | "
+                   f"{ratio_text(gr.get((r['cell'], r['method'])))} |")
+    out += ["", "## The law's ratio (mixed groups per rollout) vs measured rollouts-to-target ratio to GRPO (map cells)", "",
             "law: (mixed groups per rollout of the method) / GRPO's, from the cell's regime rows (means over seeds "
             "and steps). LOCO: the law times the method's calibration (geometric mean of measured / law) fitted on "
             "the other 7 cells. Measured: median / median with its 95% percentile bootstrap interval "
             "(pcbench.analysis.scoring.speedup).", "",
-            "| cell | method | law | LOCO | calibration (7 cells) | measured | 95% interval | reached |", "|---|---|---|---|---|---|---|---|"]
+            *md_table(["cell", "method", "law", "LOCO", "calibration (7 cells)", "measured", "95% interval", "reached"])]
     for _, r in lo.iterrows():
-        out.append(f"| {r['cell']} | {label(r['method'])} | {_ratio_text(r['law_ratio'])} | {_ratio_text(r['loco'])} | {_decimal(r['calibration'])} "
-                   f"| {_ratio_text(r['measured'])} | {_interval_text(r['low'], r['high'])} | {int(r['reached'])}/{int(r['runs'])} |")
+        out.append(f"| {r['cell']} | {label(r['method'])} | {ratio_text(r['law_ratio'])} | {ratio_text(r['loco'])} | {decimal(r['calibration'])} "
+                   f"| {ratio_text(r['measured'])} | {interval_text(r['low'], r['high'], missing_high=NA)} | {int(r['reached'])}/{int(r['runs'])} |")
     ok = lo[np.isfinite(lo["measured"])]
     lines = []
     for m, g in ok.groupby("method"):
@@ -146,11 +135,11 @@ def law_md(res: dict) -> str:
                      f"(calibration on all 8: {res['calibration'].get(m, math.nan):.2f})")
     out += [""] + lines + ["", "## Sample-efficiency allocators (count law from regime.csv; calibrated: the map's "
                            "calibration on all 8 cells, Pilot-Commit and DAPO only)", "",
-                           "| method | mixed/step | rollouts/step | law | calibrated | measured | 95% interval | reached |",
-                           "|---|---|---|---|---|---|---|---|"]
+                           *md_table(["method", "mixed/step", "rollouts/step", "law", "calibrated", "measured", "95% interval",
+                                     "reached"])]
     for _, r in se.iterrows():
-        out.append(f"| {label(r['method'])} | {_decimal(r['mixed_per_step'], 1)} | {_decimal(r['rollouts_per_step'], 0)} | {_ratio_text(r['law_ratio'])} "
-                   f"| {_ratio_text(r['calibrated'])} | {_ratio_text(r['measured'])} | {_interval_text(r['low'], r['high'])} | {int(r['reached'])}/{int(r['runs'])} |")
+        out.append(f"| {label(r['method'])} | {decimal(r['mixed_per_step'], 1)} | {decimal(r['rollouts_per_step'], 0)} | {ratio_text(r['law_ratio'])} "
+                   f"| {ratio_text(r['calibrated'])} | {ratio_text(r['measured'])} | {interval_text(r['low'], r['high'], missing_high=NA)} | {int(r['reached'])}/{int(r['runs'])} |")
     fin = se[np.isfinite(se["measured"])]
     out += ["", f"Mean |error| of the law over the {len(fin)} sample-efficiency allocators: "
             f"{100 * err(fin['law_ratio'], fin['measured']):.0f}%.", ""]
@@ -220,16 +209,17 @@ def survival_md(rows: list[dict]) -> str:
            "at their last evaluation. KM: Kaplan-Meier median ratio (GRPO's / the method's). Weibull / log-normal: "
            "accelerated-failure-time speedup exp(-b) with its Wald 95% interval. Bootstrap: the existing "
            "percentile bootstrap of the median ratio (unchanged). aa: GRPO's A/A seeds against its main seeds.", "",
-           "| cell | vs GRPO | events | KM median (K rollouts) | KM ratio | Weibull AFT | log-normal AFT | bootstrap |",
-           "|---|---|---|---|---|---|---|---|"]
+           *md_table(["cell", "vs GRPO", "events", "KM median (K rollouts)", "KM ratio", "Weibull AFT", "log-normal AFT",
+                     "bootstrap"])]
     for r in rows:
         w, ln, b = r["weibull"], r["lognormal"], r["bootstrap"]
-        fmt = lambda a: "-" if a["speedup"] is None else f"{a['speedup']:.2f}x {_interval_text(a['low'], a['high'])}"  # noqa: E731
-        boot = "-" if b["ratio"] is None else f"{b['ratio']:.2f}x {_interval_text(b['low'], math.inf if b['high_inf'] else b['high'])}"
+        fmt = lambda a: ratio_with_interval(a["speedup"], a["low"], a["high"], missing_high=NA)  # noqa: E731
+        boot = ratio_entry_text(b, missing_low=NA, missing_high=NA)
         km = r["km"]
-        kmt = "not reached" if km["median"] is None else (f"{km['median'] / 1000:.1f} [{_decimal(km['low'] and km['low'] / 1000, 1)}, "
-                                                           f"{'inf' if km['high'] is None else _decimal(km['high'] / 1000, 1)}]")
-        out.append(f"| {r['cell']} | {r['comparison']} | {r['events']}/{r['runs']} | {kmt} | {_decimal(r['km_ratio'])} | {fmt(w)} | {fmt(ln)} | {boot} |")
+        kmt = "not reached" if km["median"] is None else (f"{km['median'] / 1000:.1f} "
+                                                           + interval_text(km["low"] and km["low"] / 1000,
+                                                                           km["high"] and km["high"] / 1000, 1))
+        out.append(f"| {r['cell']} | {r['comparison']} | {r['events']}/{r['runs']} | {kmt} | {decimal(r['km_ratio'])} | {fmt(w)} | {fmt(ln)} | {boot} |")
     aa = [r for r in rows if r["comparison"] == "aa" and r["weibull"]["speedup"] is not None]
     inside = [r["cell"] for r in aa if 0.8 <= r["weibull"]["low"] and r["weibull"]["high"] <= 1.25]
     out += ["", f"- A/A Weibull intervals inside [0.8, 1.25]: {len(inside)}/{len(aa)} ({', '.join(inside)}). "
@@ -260,10 +250,10 @@ def prerun_results(pools: pd.DataFrame, regime: pd.DataFrame, lo: pd.DataFrame) 
     probes = {}
     for cell, g in pools.groupby("cell", sort=True):
         hist = {k.split("/", 1)[1]: float(v) for k, v in zip(g["key"], g["value"]) if k.startswith("histogram/")}
-        p, w = predictor.histogram_rates(hist)
+        p, w = prediction.histogram_rates(hist)
         n = int(reg.loc[(reg["cell"] == cell) & (reg["method"] == "grpo"), "rollouts_step"].iloc[0]) // 16
         pc_rows = reg[(reg["cell"] == cell) & (reg["method"] == "pilot_commit")]
-        q = predictor.prerun(p, predictor.Setup(n=n), pilots=[n // 4], weights=w)["pilot_commit"][n // 4]["in_band"]
+        q = prediction.prerun(p, prediction.Setup(n=n), pilots=[n // 4], weights=w)["pilot_commit"][n // 4]["in_band"]
         run_q = float(pc_rows["sampled_in_band"].sum() / pc_rows["sampled"].sum()) if len(pc_rows) else None
         probes[cell] = (p, w, n, q, run_q)
     for cell, g in pools.groupby("cell", sort=True):
@@ -271,7 +261,7 @@ def prerun_results(pools: pd.DataFrame, regime: pd.DataFrame, lo: pd.DataFrame) 
         # the band's supply over a run, leave one cell out: measured in-band / probed in-band on the other cells
         others = [rq / q for c, (_, _, _, q, rq) in probes.items() if c != cell and rq is not None and q > 0]
         supply = float(np.exp(np.mean(np.log(others)))) if others else 1.0
-        pred = predictor.prerun(p, predictor.Setup(n=n), pilots=[n // 4], weights=w, supply=supply)
+        pred = prediction.prerun(p, prediction.Setup(n=n), pilots=[n // 4], weights=w, supply=supply)
         g_, d_, pc = pred["grpo"], pred["dapo"], pred["pilot_commit"][n // 4]
         r = reg[reg["cell"] == cell]
         grpo_rows, pc_rows, dapo_rows = (r[r["method"] == m] for m in ("grpo", "pilot_commit", "dapo"))
@@ -323,19 +313,19 @@ def prerun_md(rows: list[dict]) -> str:
            f"Generated by `{COMMAND}`. The probe: the cell's pool after the warm start (regime_map_pools.csv: "
            "pass-rate histogram of 256 pool prompts at n rollouts, bins at their midpoints), i.e. what "
            "`python -m pcbench.predict` reads before a run. law: the count law's ratio from the probe "
-           "(pcbench.analysis.predictor.prerun, Pilot-Commit's rounds from the probe's in-band share times the "
+           "(pcbench.analysis.mixed_groups_prediction.prerun, Pilot-Commit's rounds from the probe's in-band share times the "
            "band's supply over a run fitted on the other 7 cells); calibrated: times the method's factor (geometric mean of "
            "measured / pre-run law) fitted on the other 7 cells (leave one cell out). Measured: the map's ratio "
            "with its bootstrap interval.", "",
-           "| cell | GRPO zero-var pred / meas | PC in-band pred / meas | PC rounds pred / meas | DAPO rounds pred / meas "
-           "| PC law | PC calibrated | PC measured | DAPO law | DAPO calibrated | DAPO measured | recommended / measured best |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           *md_table(["cell", "GRPO zero-var pred / meas", "PC in-band pred / meas", "PC rounds pred / meas",
+                     "DAPO rounds pred / meas", "PC law", "PC calibrated", "PC measured", "DAPO law", "DAPO calibrated",
+                     "DAPO measured", "recommended / measured best"])]
     for r in rows:
         pm = lambda k, pct=True: (f"{100 * r[k]['predicted']:.0f}% / " + ("-" if r[k]["measured"] is None else f"{100 * r[k]['measured']:.0f}%")) if pct else (f"{r[k]['predicted']:.2f} / " + ("-" if r[k]["measured"] is None else f"{r[k]['measured']:.2f}"))  # noqa: E731
-        meas = lambda m: "-" if r[m]["measured"] is None else f"{r[m]['measured']:.2f}x {_interval_text(r[m]['low'], math.inf if r[m]['high_inf'] else r[m]['high'])}"  # noqa: E731
+        meas = lambda m: ratio_entry_text(r[m], "measured", missing_low=NA, missing_high=NA)  # noqa: E731
         out.append(f"| {r['cell']} | {pm('grpo_zero_variance')} | {pm('pc_in_band')} | {pm('pc_rounds', False)} | {pm('dapo_rounds', False)} "
-                   f"| {_ratio_text(r['pilot_commit']['law'])} | {_ratio_text(r['pilot_commit']['calibrated'])} | {meas('pilot_commit')} "
-                   f"| {_ratio_text(r['dapo']['law'])} | {_ratio_text(r['dapo']['calibrated'])} | {meas('dapo')} | {r['recommended']} / {r['measured_best'] or '-'} |")
+                   f"| {ratio_text(r['pilot_commit']['law'])} | {ratio_text(r['pilot_commit']['calibrated'])} | {meas('pilot_commit')} "
+                   f"| {ratio_text(r['dapo']['law'])} | {ratio_text(r['dapo']['calibrated'])} | {meas('dapo')} | {r['recommended']} / {r['measured_best'] or '-'} |")
     summ = prerun_summary(rows)
     out += ["", f"- The band's supply over a run: Pilot-Commit's measured in-band share / the probe's, {summ['supply']:.2f} "
             "(geometric mean over the cells; each cell's prediction uses the other cells' value: its PC in-band "

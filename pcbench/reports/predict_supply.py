@@ -7,7 +7,7 @@ cells, the probes), leave one cell out: the rates (learn, q_hard, q_near) are fi
 cells' in-band series (squared log error of 1 / rounds per step, steps >= 3, on a fixed grid), the
 STARVE and DRAIN thresholds on the other cells' flags (5% beyond the largest value of an
 unflagged cell), and the held-out cell is projected from
-its step-0 facts. The PC/GRPO ratio: the pre-run law (pcbench.analysis.predictor.prerun on the
+its step-0 facts. The PC/GRPO ratio: the pre-run law (pcbench.analysis.mixed_groups_prediction.prerun on the
 cell's step-0 pass-rate histogram) with the projected mean rounds, times the measured / law factor
 of the other cells that have a measured ratio (geometric mean).
 """
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pcbench.analysis.predictor import Setup, histogram_rates, prerun
+from pcbench.analysis.mixed_groups_prediction import Setup, histogram_rates, prerun
 from pcbench.analysis.supply import SupplyRates, project, thirds
 from pcbench.reports.supply_cells import BENCH, Cell, all_cells, measured_thirds
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-# phases of `python -m pcbench.bench profile` (pcbench/bench/profile.py times them)
-PHASES = ("startup", "generation", "reward", "update", "evaluation", "allocator", "writing")
+from pcbench.analysis.formats import md_table
+
+# how a phase is titled in the table; the phases and their order are the report's own `phases`, as
+# pcbench/bench/profile.py timed them
+PHASE_TITLES = {"startup": "start-up"}
 
 
 def profile_md(report: dict) -> str:
-    meta = report["provenance"]
+    meta, phases = report["provenance"], report["phases"]
     lines = ["# Embedded engine profile", "", *([report["note"], ""] if report.get("note") else []),
              f"`{meta['command']}` at commit `{meta['commit'][:10]}`"
              f"{' (dirty: ' + ', '.join(meta['dirty_files']) + ')' if meta['dirty_files'] else ''}, "
@@ -18,14 +21,13 @@ def profile_md(report: dict) -> str:
              f"step 0, every `train.eval_every` steps and the last, which also samples the cross-check), in a fresh "
              f"process. Seconds, wall (CPU in brackets); start-up = imports + config + model + warm-start load + "
              f"verl import (imports alone in the last column).", "",
-             "| job | start-up | generation | reward | update | evaluation | allocator | writing | total | imports |",
-             "|---|" + "---:|" * 9]
+             *md_table(["job", *(PHASE_TITLES.get(p, p) for p in phases), "total", "imports"], right_from=1)]
     for j in report["jobs"]:
-        cells = [f"{j['wall'][p]:.2f} ({j['cpu'][p]:.2f})" for p in PHASES]
+        cells = [f"{j['wall'][p]:.2f} ({j['cpu'][p]:.2f})" for p in phases]
         lines.append(f"| {j['method']} n={j['n']} | " + " | ".join(cells)
                      + f" | {j['total_wall']:.1f} ({j['total_cpu']:.1f}) | {j['imports_wall']:.1f} ({j['imports_cpu']:.1f}) |")
-    tot = {p: sum(j["wall"][p] for j in report["jobs"]) for p in PHASES}
+    tot = {p: sum(j["wall"][p] for j in report["jobs"]) for p in phases}
     all_wall = sum(tot.values())
-    lines += ["", "Share of all jobs' wall time: " + ", ".join(f"{p} {100 * tot[p] / all_wall:.0f}%" for p in PHASES)
+    lines += ["", "Share of all jobs' wall time: " + ", ".join(f"{p} {100 * tot[p] / all_wall:.0f}%" for p in phases)
               + f" (of {all_wall:.1f} s).", ""]
     return "\n".join(lines)

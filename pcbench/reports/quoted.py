@@ -27,8 +27,10 @@ from pathlib import Path
 
 import yaml
 
-from pcbench.analysis.formats import accuracy_with_interval, rollouts_with_interval, ratio_with_interval
+from pcbench.analysis.formats import (accuracy_with_interval, interval_text, decimal, md_table, percent, ratio_entry_text,
+                                      ratio_text, ratio_with_interval, rollouts_with_interval)
 from pcbench.analysis.methods import label
+from pcbench.analysis.targets import aa_from_json
 from pcbench.paths import CONF_DIR
 
 REPO = Path(__file__).resolve().parents[2]
@@ -44,16 +46,16 @@ def _load(name: str, results: Path) -> dict:
 def sample_efficiency_block(report: dict, methods=("grpo", "dapo", "pilot_commit")) -> str:
     aa = []
     for name in ("paper", "reference"):
-        a, t = report["aa"][name], report["targets"][name]
-        band = "inside" if a["within_band"] else "NOT inside"
-        aa.append(f"- {name} target {100 * t:.1f}%: {a['grpo_reached']}/{len(a['grpo_rtt'])} vs "
-                  f"{a['aa_reached']}/{len(a['aa_rtt'])} reached, ratio {a['ratio']:.2f}x, 95% bootstrap CI "
-                  f"[{a['ci_low']:.2f}, {'inf' if a['ci_high'] is None else format(a['ci_high'], '.2f')}]: "
+        a, t = aa_from_json(report["aa"][name]), report["targets"][name]
+        band = "inside" if a["resolves"] else "NOT inside"
+        grpo_reached = sum(math.isfinite(v) for v in a["grpo_rtt"])
+        aa.append(f"- {name} target {100 * t:.1f}%: {grpo_reached}/{len(a['grpo_rtt'])} vs "
+                  f"{a['reached']}/{a['runs']} reached, ratio {ratio_text(a['ratio'])}, 95% bootstrap CI "
+                  f"{interval_text(a['low'], a['high'])}: "
                   f"{band} [0.80, 1.25]")
     seeds = report["setup"]["baseline_seeds"]
     aa_seeds = report["aa_seeds"]
-    rows = ["| method | reached | rollouts to target | 95% CI | vs GRPO | vs DAPO | acc at GRPO's budget |",
-            "|---|---|---|---|---|---|---|"]
+    rows = md_table(["method", "reached", "rollouts to target", "95% CI", "vs GRPO", "vs DAPO", "acc at GRPO's budget"])
     for r in (r for m in methods for r in report["records"] if r["method"] == m):
         rtt, ci = rollouts_with_interval(r)
         rows.append(f"| {label(r['method'])} | {r['reached']}/{r['seeds']} | {rtt} | {ci} "
@@ -65,22 +67,14 @@ def sample_efficiency_block(report: dict, methods=("grpo", "dapo", "pilot_commit
     return "```\n" + "\n".join([head, *aa, "", *rows]) + "\n```\n"
 
 
-def _ratio(c: dict | None) -> str:
-    if not c or c.get("ratio") is None:
-        return "-"
-    high = "inf" if c.get("high_inf") or c.get("high") is None else f"{c['high']:.2f}"
-    low = "?" if c.get("low") is None else f"{c['low']:.2f}"
-    return f"{c['ratio']:.2f}x [{low}, {high}]"
-
-
-def _pct(v) -> str:
-    return "-" if v is None or (isinstance(v, float) and not math.isfinite(v)) else f"{100 * v:.0f}%"
+def _map_ratio(entry: dict | None) -> str:
+    return ratio_entry_text(entry, missing_high="inf")
 
 
 def regime_map_block(report: dict) -> str:
     pm = report["grid"]["paper_matched"]["cell"]
-    rows = ["| cell | PC vs GRPO | predicted | PC vs DAPO | A/A | GRPO zero-var | PC rounds/step | PC pilots in band |",
-            "|---|---|---|---|---|---|---|---|"]
+    rows = md_table(["cell", "PC vs GRPO", "signal per rollout", "PC vs DAPO", "A/A", "GRPO zero-var", "PC rounds/step",
+                     "PC pilots in band"])
     # the grid file's order (the .json's keys are sorted): first knob slowest
     grid = yaml.safe_load((CONF_DIR / "bench" / "regime_map.yaml").read_text())
     order = ["-".join(combo) for combo in itertools.product(*[list(levels) for levels in grid["knobs"].values()])]
@@ -92,7 +86,7 @@ def regime_map_block(report: dict) -> str:
         counts = c["runs"]["counts"]
         pc_runs = counts.get("pilot_commit", "")
         partial = not c["runs"]["complete"]
-        pc = _ratio(c["pc_vs_grpo"])
+        pc = _map_ratio(c["pc_vs_grpo"])
         if partial:
             pc = f"{pc} (PC {pc_runs} finished)" if pc != "-" else f"- (PC {pc_runs} finished)"
         starved = c.get("starved", {}).get("pilot_commit")  # runs counted, censored: say so beside the ratio
@@ -103,14 +97,14 @@ def regime_map_block(report: dict) -> str:
         elif c["aa"].get("ratio") is None:
             aa = f"{c['aa'].get('reached')} of {c['aa'].get('runs')} A/A seeds reach the target: no"
         else:
-            aa = f"{_ratio(c['aa'])}: {'yes' if c['aa']['resolves'] else 'no'}"
-        pred = c["predicted"].get("pilot_commit")
+            aa = f"{_map_ratio(c['aa'])}: {'yes' if c['aa']['resolves'] else 'no'}"
+        signal = c["signal_per_rollout"].get("pilot_commit")
         r = c["regime"]
         rounds = r.get("pc_rounds_per_step")
         rows.append(f"| {name}{' (paper-matched)' if name == pm else ''} | {pc} "
-                    f"| {'-' if pred is None else format(pred, '.2f') + 'x'} | {_ratio(c['pc_vs_dapo'])} | {aa} "
-                    f"| {_pct(r.get('grpo_zero_variance'))} | {'-' if rounds is None else format(rounds, '.2f')} "
-                    f"| {_pct(r.get('pc_in_band'))} |")
+                    f"| {ratio_text(signal)} | {_map_ratio(c['pc_vs_dapo'])} | {aa} "
+                    f"| {percent(r.get('grpo_zero_variance'), 0)} | {decimal(rounds)} "
+                    f"| {percent(r.get('pc_in_band'), 0)} |")
     return "\n".join(rows) + "\n"
 
 

@@ -14,38 +14,17 @@ from pathlib import Path
 
 import pandas as pd
 
-from pcbench.analysis.map_scoring import AA_BAND, criteria_met, score_map
+from pcbench.analysis.formats import (NA, decimal, interval_text, md_table, percent, ratio_entry_text,
+                                      ratio_text, ratio_with_interval)
+from pcbench.analysis.map_scoring import criteria_met, score_map
 from pcbench.analysis.methods import label
 from pcbench.analysis.regime import regime_table
 from pcbench.analysis.report import starved_line
-from pcbench.analysis.runs import failed_runs
-from pcbench.analysis.targets import AA, curves_table
+from pcbench.analysis.run_frames import failed_runs
+from pcbench.analysis.targets import AA, AA_BAND, curves_table
 from pcbench.reports.regime_map_by_target import by_target
 from pcbench.analysis.warmstart_note import warmstart_notice
 from pcbench.rundir import atomic_write_json, atomic_write_text
-
-
-def _ratio_with_open_interval(r: dict | None) -> str:
-    if not r or r.get("ratio") is None:
-        return "-"
-    high = "inf" if r.get("high_inf") else (f"{r['high']:.2f}" if r.get("high") is not None else "?")
-    low = f"{r['low']:.2f}" if r.get("low") is not None else "?"
-    return f"{r['ratio']:.2f}x [{low}, {high}]"
-
-
-def _survival_speedup(r: dict | None) -> str:
-    """A survival speedup {speedup, low, high} as '1.23x [0.98, 1.50]'."""
-    if not r or r.get("speedup") is None:
-        return "-"
-    return f"{r['speedup']:.2f}x [{r['low']:.2f}, {r['high']:.2f}]"
-
-
-def _whole_percent(v) -> str:
-    return "-" if v is None or (isinstance(v, float) and not math.isfinite(v)) else f"{100 * v:.0f}%"
-
-
-def _number_or_dash(v, fmt="{:.2f}") -> str:
-    return "-" if v is None else fmt.format(v)
 
 
 def report_md(report: dict) -> str:
@@ -57,9 +36,9 @@ def report_md(report: dict) -> str:
            f"seed-mean val/acc. Ratios: median rollouts-to-target of the baseline over the method's, 95% bootstrap "
            f"interval. A cell resolves when its A/A interval lies inside [{AA_BAND[0]}, {AA_BAND[1]}]; a cell that "
            "does not makes no claim.", "",
-           "| cell | " + " | ".join(grid["knobs"]) + " | runs | target | A/A | resolves | PC vs GRPO | PC vs GRPO (survival) | predicted | PC vs DAPO "
-           "| GRPO zero-var | PC rounds/step | PC pilots in band | PC epochs at target |",
-           "|" + "---|" * (len(grid["knobs"]) + 13)]
+           *md_table(["cell", *grid["knobs"], "runs", "target", "A/A", "resolves", "PC vs GRPO", "PC vs GRPO (survival)",
+                      "signal per rollout", "PC vs DAPO", "GRPO zero-var", "PC rounds/step", "PC pilots in band",
+                      "PC epochs at target"])]
     for name, c in cells.items():
         levels = c["levels"]
         runs = "complete" if c["runs"]["complete"] else "partial: " + ", ".join(f"{k} {v}" for k, v in c["runs"]["counts"].items())
@@ -67,22 +46,22 @@ def report_md(report: dict) -> str:
             out.append(f"| {name} | " + " | ".join(levels.values()) + f" | {c['status']} |" + " |" * 12)
             continue
         r = c["regime"]
-        out.append(f"| {name} | " + " | ".join(levels.values()) + f" | {runs} | {_whole_percent(c['target'])} | {_ratio_with_open_interval(c['aa'])} "
-                   f"| {'yes' if c['aa']['resolves'] else 'NO'} | {_ratio_with_open_interval(c['pc_vs_grpo'])} | {_survival_speedup(c.get('survival', {}).get('pc_vs_grpo'))} "
-                   f"| {_number_or_dash(c['predicted'].get('pilot_commit'), '{:.2f}x')} | {_ratio_with_open_interval(c['pc_vs_dapo'])} "
-                   f"| {_whole_percent(r['grpo_zero_variance'])} | {_number_or_dash(r['pc_rounds_per_step'])} | {_whole_percent(r['pc_in_band'])} "
-                   f"| {_number_or_dash(r['pc_epochs_at_target'])} |")
-    out += ["", "## Predicted vs measured speedup over GRPO", "",
-            "Predicted = (learning signal per step / GRPO's) / (rollouts per step / GRPO's), the signal being the "
+        out.append(f"| {name} | " + " | ".join(levels.values()) + f" | {runs} | {percent(c['target'], 0)} | {ratio_entry_text(c['aa'])} "
+                   f"| {'yes' if c['aa']['resolves'] else 'NO'} | {ratio_entry_text(c['pc_vs_grpo'])} | {ratio_entry_text(c.get('survival', {}).get('pc_vs_grpo'), 'speedup')} "
+                   f"| {ratio_text(c['signal_per_rollout'].get('pilot_commit'))} | {ratio_entry_text(c['pc_vs_dapo'])} "
+                   f"| {percent(r['grpo_zero_variance'], 0)} | {decimal(r['pc_rounds_per_step'])} | {percent(r['pc_in_band'], 0)} "
+                   f"| {decimal(r['pc_epochs_at_target'])} |")
+    out += ["", "## Signal per rollout vs measured speedup over GRPO", "",
+            "Signal per rollout = (learning signal per step / GRPO's) / (rollouts per step / GRPO's), the signal being the "
             "sum of p(1-p) over a step's trained groups; means over each method's seeds and steps (per run: the .json).",
-            "", "| cell | method | signal / GRPO's | rollouts / GRPO's | predicted | measured |", "|---|---|---|---|---|---|"]
+            "", *md_table(["cell", "method", "signal / GRPO's", "rollouts / GRPO's", "signal per rollout", "measured"])]
     for name, c in cells.items():
         if c["status"] != "scored":
             continue
         for method, key in (("pilot_commit", "pc_vs_grpo"), ("dapo", "dapo_vs_grpo")):
-            if method in c["predicted"]:
-                out.append(f"| {name} | {method} | {_number_or_dash(c['signal_ratio'].get(method))} | {_number_or_dash(c['rollouts_ratio'].get(method))} "
-                           f"| {_number_or_dash(c['predicted'].get(method), '{:.2f}x')} | {_ratio_with_open_interval(c[key])} |")
+            if method in c["signal_per_rollout"]:
+                out.append(f"| {name} | {method} | {decimal(c['signal_ratio'].get(method))} | {decimal(c['rollouts_ratio'].get(method))} "
+                           f"| {ratio_text(c['signal_per_rollout'].get(method))} | {ratio_entry_text(c[key])} |")
     for name in pm.get("cells") or [pm["cell"]]:
         out += ["", f"## Pre-registered paper-matched cell: `{name}`", "", *aiming_lines(cells.get(name, {}), pm["criteria"],
                                                                                      (grid.get("predictions") or {}).get(name))]
@@ -106,22 +85,21 @@ def aiming_lines(c: dict, crit: dict, predicted: dict | None) -> list[str]:
     r, met, pred = c["regime"], c["met"], predicted or {}
     def p(key, fmt):  # the registered prediction of one quantity, "-" where none was registered
         return "-" if pred.get(key) is None else fmt(pred[key])
-    rows = [("GRPO zero-variance share", str(crit["grpo_zero_variance"]), p("grpo_zero_variance", _whole_percent),
-             _whole_percent(r["grpo_zero_variance"]), met["grpo_zero_variance"]),
-            ("PC sampling rounds per step", f"<= {crit['pc_rounds_per_step_max']}", p("pc_rounds_per_step", _number_or_dash),
-             _number_or_dash(r["pc_rounds_per_step"]), met["pc_rounds_per_step"]),
-            ("PC pool epochs at target", str(crit["epochs_at_target"]), p("pc_epochs_at_target", _number_or_dash),
-             _number_or_dash(r["pc_epochs_at_target"]), met["epochs_at_target"])]
+    rows = [("GRPO zero-variance share", str(crit["grpo_zero_variance"]), p("grpo_zero_variance", lambda v: percent(v, 0)),
+             percent(r["grpo_zero_variance"], 0), met["grpo_zero_variance"]),
+            ("PC sampling rounds per step", f"<= {crit['pc_rounds_per_step_max']}", p("pc_rounds_per_step", decimal),
+             decimal(r["pc_rounds_per_step"]), met["pc_rounds_per_step"]),
+            ("PC pool epochs at target", str(crit["epochs_at_target"]), p("pc_epochs_at_target", decimal),
+             decimal(r["pc_epochs_at_target"]), met["epochs_at_target"])]
     if "near_solved_max" in crit:
-        rows.append(("pool near-solved share (card)", f"<= {crit['near_solved_max']}", p("near_solved", _whole_percent),
-                     _whole_percent(r.get("near_solved")), met.get("near_solved")))
-    out = ["| criterion | goal | predicted (registered) | measured | met |", "|---|---|---|---|---|",
-           *(f"| {a} | {b} | {pr} | {m} | {ok} |" for a, b, pr, m, ok in rows), ""]
+        rows.append(("pool near-solved share (card)", f"<= {crit['near_solved_max']}", p("near_solved", lambda v: percent(v, 0)),
+                     percent(r.get("near_solved"), 0), met.get("near_solved")))
+    out = [*md_table(["criterion", "goal", "predicted (registered)", "measured", "met"], rows), ""]
     sv = c.get("survival", {})
     out.append("Survival (Weibull AFT speedup, Wald 95%; censored runs count to their last evaluation): "
-               f"PC vs GRPO {_survival_speedup(sv.get('pc_vs_grpo'))}, PC vs DAPO {_survival_speedup(sv.get('pc_vs_dapo'))}, A/A {_survival_speedup(sv.get('aa'))}.")
-    out.append(f"PC vs GRPO {_ratio_with_open_interval(c['pc_vs_grpo'])} (registered prediction {p('pc_vs_grpo', lambda v: f'{v:.2f}x')}), "
-               f"vs DAPO {_ratio_with_open_interval(c['pc_vs_dapo'])} (registered {p('pc_vs_dapo', lambda v: f'{v:.2f}x')}); A/A {_ratio_with_open_interval(c['aa'])} "
+               f"PC vs GRPO {ratio_entry_text(sv.get('pc_vs_grpo'), 'speedup')}, PC vs DAPO {ratio_entry_text(sv.get('pc_vs_dapo'), 'speedup')}, A/A {ratio_entry_text(sv.get('aa'), 'speedup')}.")
+    out.append(f"PC vs GRPO {ratio_entry_text(c['pc_vs_grpo'])} (registered prediction {p('pc_vs_grpo', ratio_text)}), "
+               f"vs DAPO {ratio_entry_text(c['pc_vs_dapo'])} (registered {p('pc_vs_dapo', ratio_text)}); A/A {ratio_entry_text(c['aa'])} "
                f"({'resolves' if c['aa']['resolves'] else 'does not resolve'}).")
     return out
 
@@ -135,9 +113,9 @@ def target_lines(cells: dict) -> list[str]:
            "Target = GRPO's seed-mean val/acc at its first evaluation + fraction x (its peak - that); fraction 1 is "
            "the registered target. Which target would have resolved the A/A, and whether the verdicts depend on it "
            "(pcbench/reports/regime_map_by_target.py). No claim rests on this table.", "",
-           "| cell | fraction | target | A/A | resolves | PC vs GRPO | PC vs DAPO |", "|---|---|---|---|---|---|---|"]
-    out += [f"| {n} | {r['fraction']:.2f} | {100 * r['target']:.1f}% | {_ratio_with_open_interval(r['aa'])} | {'yes' if r['aa']['resolves'] else 'NO'} "
-            f"| {_ratio_with_open_interval(r['pc_vs_grpo'])} | {_ratio_with_open_interval(r['pc_vs_dapo'])} |" for n, r in rows]
+           *md_table(["cell", "fraction", "target", "A/A", "resolves", "PC vs GRPO", "PC vs DAPO"])]
+    out += [f"| {n} | {r['fraction']:.2f} | {100 * r['target']:.1f}% | {ratio_entry_text(r['aa'])} | {'yes' if r['aa']['resolves'] else 'NO'} "
+            f"| {ratio_entry_text(r['pc_vs_grpo'])} | {ratio_entry_text(r['pc_vs_dapo'])} |" for n, r in rows]
     return out + [""]
 
 
@@ -166,7 +144,7 @@ def heatmap_table(report: dict) -> pd.DataFrame:
             pc = c["pc_vs_grpo"]
             row.update(pc_vs_grpo=pc["ratio"], low=pc["low"], high=pc["high"], aa_resolves=c["aa"]["resolves"],
                        complete=c["runs"]["complete"],
-                       predicted=c["predicted"].get("pilot_commit"), rounds=c["regime"]["pc_rounds_per_step"],
+                       signal_per_rollout=c["signal_per_rollout"].get("pilot_commit"), rounds=c["regime"]["pc_rounds_per_step"],
                        in_band=c["regime"]["pc_in_band"])
             sv = (c.get("survival") or {}).get("pc_vs_grpo") or {}
             row.update(survival=sv.get("speedup"), survival_low=sv.get("low"), survival_high=sv.get("high"))
@@ -203,15 +181,15 @@ def draw_heatmap(table: pd.DataFrame, knobs: list[str], out_dir: Path, name: str
             val[i, j] = math.log2(r["pc_vs_grpo"])
         text = r["status"]
         if r["status"] == "scored":
-            ratio = "-" if pd.isna(r.get("pc_vs_grpo")) else f"{r['pc_vs_grpo']:.2f}x"
-            ci = f"[{_number_or_dash(None if pd.isna(r.get('low')) else r['low'])}, {_number_or_dash(None if pd.isna(r.get('high')) else r['high'])}]"
-            if ratio == "-":  # a censored median has no ratio; the survival fit still uses every run
+            ratio = ratio_text(r.get("pc_vs_grpo"))
+            ci = interval_text(r.get("low"), r.get("high"), missing_high=NA)
+            if ratio == NA:  # a censored median has no ratio; the survival fit still uses every run
                 ratio, ci = "median censored", ("" if pd.isna(r.get("survival")) else
-                                                f"\nsurvival {r['survival']:.2f}x [{r['survival_low']:.2f}, {r['survival_high']:.2f}]")
+                                                "\nsurvival " + ratio_with_interval(r["survival"], r["survival_low"], r["survival_high"]))
             verdict = "ok" if r["aa_resolves"] else ("NO" if r["complete"] else "partial runs")
             text = (f"{ratio} {ci}\nA/A {verdict}"
-                    f"\nrounds {_number_or_dash(None if pd.isna(r.get('rounds')) else r['rounds'], '{:.1f}')}, "
-                    f"in band {_whole_percent(None if pd.isna(r.get('in_band')) else r['in_band'])}")
+                    f"\nrounds {decimal(r.get('rounds'), 1)}, "
+                    f"in band {percent(r.get('in_band'), 0)}")
         ax.text(j, i, text, ha="center", va="center", fontsize=7)
     ax.imshow(np.ma.masked_invalid(val), cmap="RdBu", norm=mcolors.TwoSlopeNorm(0.0, -1.5, 1.5), aspect="auto")
     ax.set_xticks(range(len(col_keys)), ["/".join(k) for k in col_keys])
@@ -263,7 +241,7 @@ def tidy_cell(name: str, levels: dict[str, str], main: list[str], aa: list[str])
     main / aa: the cell's finished and starved folders (pcbench.bench.launch.is_scored), never a
     crashed or running one (its truncated curve would count as censored). A starved run's curve and
     regime rows are its steps up to the stop; `stopped` in the curves names why (empty: finished)."""
-    from pcbench.analysis.runs import load_runs
+    from pcbench.analysis.run_frames import load_runs
 
     if not main:
         return None

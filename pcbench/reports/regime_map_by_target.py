@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from pcbench.analysis.map_scoring import aa_ratio, crossings, grpo_mean_curve, ratio_record, seed_rtts
+from pcbench.analysis.map_scoring import aa_ratio, crossings, grpo_mean_curve, seed_rtts
+from pcbench.analysis.scoring import ratio_record
 from pcbench.analysis.methods import DAPO, GRPO, PC
 
 FRACTIONS = (0.5, 0.75, 0.9, 1.0)

@@ -1,6 +1,6 @@
 """Scoring of the sample-efficiency benchmark: its run folders in, the report's numbers out.
 
-`score_benchmark(main folders, A/A folders, out)` reads the folders (pcbench.analysis.runs), scores
+`score_benchmark(main folders, A/A folders, out)` reads the folders (pcbench.analysis.run_frames), scores
 rollouts-to-target at GRPO's best seed-mean val/acc and at the reference-budget target
 (pcbench.analysis.targets), the A/A floor, accuracy at GRPO's budget, wall-clock per step and per
 rollout, the issue's goals, and writes the raw curves (curves.csv), regime.csv and the regime
@@ -11,22 +11,23 @@ it adds the setup and the provenance and renders the report (pcbench.reports.sam
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pandas as pd
 
 from pcbench.analysis.regime import build_card, card_md, warm_start_pools
 from pcbench.analysis.regime_plot import draw_regime_card
-from pcbench.analysis.runs import load_runs
+from pcbench.analysis.run_frames import load_runs
 from pcbench.analysis.scoring import N_BOOT
 from pcbench.reports.sample_efficiency_tables import budget_accuracy, goals, rollouts_records, timing_records
-from pcbench.analysis.targets import AA, aa_record, curves_table, grpo_targets
+from pcbench.analysis.targets import AA, aa_from_json, aa_record, curves_table, grpo_targets
 from pcbench.rundir import atomic_write_text
 from pcbench.analysis.methods import label
 from pcbench.analysis.report import starved_line
 from pcbench.analysis.warmstart_note import warmstart_notice
-from pcbench.analysis.formats import (NA, accuracy_with_interval, fmt_rollouts, percent,
-                                      ratio_with_interval, rollouts_with_interval)
+from pcbench.analysis.formats import (NA, accuracy_with_interval, fmt_rollouts, interval_text, md_table, percent,
+                                      ratio_text, ratio_with_interval, rollouts_with_interval)
 
 NOTES = [
     "- Cumulative rollouts come from the one ledger every allocator shares (pcbench/ledger.py); "
@@ -85,9 +86,8 @@ GOAL_TEXT = {"pc_vs_grpo": f"{label('pilot_commit')} >= {{goal}}x fewer rollouts
 
 
 def rollouts_table(records: list[dict]) -> list[str]:
-    head = ("| method | reached | rollouts to target | 95% CI | vs GRPO | vs DAPO | / oracle | acc at GRPO's budget "
-            "| final acc | best acc | total rollouts |")
-    lines = [head, "|" + "---|" * 11]
+    lines = md_table(["method", "reached", "rollouts to target", "95% CI", "vs GRPO", "vs DAPO", "/ oracle",
+                      "acc at GRPO's budget", "final acc", "best acc", "total rollouts"])
     for r in records:
         rtt, ci = rollouts_with_interval(r)
         lines.append(f"| {label(r['method'])} | {r['reached']}/{r['seeds']} | {rtt} | {ci} "
@@ -114,13 +114,14 @@ def starved_lines(report: dict) -> list[str]:
 def _aa_one(name: str, rec: dict | None) -> str:
     if rec is None:
         return f"- {name} target: not measured (no A/A runs or no target)"
-    hi = "inf" if rec["ci_high_inf"] else (NA if rec["ci_high"] is None else f"{rec['ci_high']:.2f}")
-    lo = NA if rec["ci_low"] is None else f"{rec['ci_low']:.2f}"
+    rec = aa_from_json(rec)
     ratio = "not computable (a median is censored)" if rec["ratio"] is None else f"{rec['ratio']:.2f}x"
-    verdict = "inside [0.80, 1.25]" if rec["within_band"] else "NOT inside [0.80, 1.25]"
-    return (f"- {name} target {100 * rec['target']:.1f}%: GRPO (main seeds, {rec['grpo_reached']}/"
-            f"{len(rec['grpo_rtt'])} reached) / GRPO (A/A seeds, {rec['aa_reached']}/{len(rec['aa_rtt'])} reached) "
-            f"rollouts-to-target ratio {ratio}, 95% bootstrap CI [{lo}, {hi}]: {verdict}")
+    verdict = "inside [0.80, 1.25]" if rec["resolves"] else "NOT inside [0.80, 1.25]"
+    grpo_reached = sum(math.isfinite(v) for v in rec["grpo_rtt"])
+    return (f"- {name} target {100 * rec['target']:.1f}%: GRPO (main seeds, {grpo_reached}/"
+            f"{len(rec['grpo_rtt'])} reached) / GRPO (A/A seeds, {rec['reached']}/{rec['runs']} reached) "
+            f"rollouts-to-target ratio {ratio}, 95% bootstrap CI "
+            f"{interval_text(rec['low'], math.inf if rec['high_inf'] else rec['high'], missing_high=NA)}: {verdict}")
 
 
 def aa_lines(report: dict) -> list[str]:
@@ -159,10 +160,10 @@ def regime_lines(report: dict) -> list[str]:
 
 
 def timing_table(records: list[dict]) -> list[str]:
-    lines = ["| method | rollouts/step | gen calls/step | step s | step vs GRPO | generate s/step | ms/rollout "
-             "| gen ms/rollout | gen tokens/s | run wall s |", "|" + "---|" * 10]
+    lines = md_table(["method", "rollouts/step", "gen calls/step", "step s", "step vs GRPO", "generate s/step",
+                      "ms/rollout", "gen ms/rollout", "gen tokens/s", "run wall s"])
     for r in records:
-        rel = NA if r["step_s_vs_grpo"] is None else f"{r['step_s_vs_grpo']:.2f}x"
+        rel = ratio_text(r["step_s_vs_grpo"])
         lines.append(f"| {label(r['method'])} | {r['rollouts_per_step']:.0f} | {r['gen_calls_per_step']:.2f} "
                      f"| {r['step_s']:.3f} | {rel} | {r['generate_s']:.3f} | {r['ms_per_rollout']:.2f} "
                      f"| {r['gen_ms_per_rollout']:.2f} | {r['gen_tokens_per_s']:,.0f} | {r['wall_s']:.0f} |")
@@ -174,7 +175,7 @@ def goals_list(goals: dict) -> list[str]:
     for key in [k for k in GOAL_TEXT if k in goals]:  # fixed order: the .json stores keys sorted
         g = goals[key]
         verdict = {True: "met", False: "NOT met", None: "not measurable (censored or not run)"}[g["met"]]
-        value = NA if g["measured"] is None else f"{g['measured']:.2f}x"
+        value = ratio_text(g["measured"])
         extra = f" (best: {label(g['method'])})" if g.get("method") else ""
         lines.append(f"- {GOAL_TEXT[key].format(goal=g['goal'])}: measured {value}{extra}: **{verdict}**")
     return lines

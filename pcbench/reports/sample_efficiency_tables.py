@@ -14,7 +14,7 @@ import pandas as pd
 
 from pcbench.analysis.formats import finite_or_none
 from pcbench.analysis.methods import method_order
-from pcbench.analysis.runs import ACC
+from pcbench.analysis.run_frames import ACC
 from pcbench.analysis.scoring import (bootstrap_mean_ci, censored_median, per_run_table, resolve_targets, score,
                               speedup)
 

@@ -3,7 +3,7 @@ not committed)."""
 
 from __future__ import annotations
 
-from pcbench.analysis.formats import NA
+from pcbench.analysis.formats import NA, md_table, ratio_text
 
 
 def throughput_md(report: dict) -> str:
@@ -20,10 +20,9 @@ def throughput_md(report: dict) -> str:
            "tokens (1.0 = the KV-cache sampler computes "
            "generate's distribution; our sampler splits calls above 4096 rows into chunks, which reorders the "
            "random draws, so there only acc and length can agree).", "",
-           "| batch | sampler | tokens/s | s/call | mean length | acc | same tokens | speed vs generate |",
-           "|" + "---|" * 8]
+           *md_table(["batch", "sampler", "tokens/s", "s/call", "mean length", "acc", "same tokens", "speed vs generate"])]
     for row in report["rows"]:
-        rel = f"{row['vs_generate']:.2f}x" if row.get("vs_generate") else NA
+        rel = ratio_text(row.get("vs_generate")) if row.get("vs_generate") else NA
         out.append(f"| {row['batch']} | {row['sampler']} | {row['tokens_per_s']:,.0f} | {row['seconds']:.3f} "
                    f"| {row['mean_length']:.2f} | {100 * row['acc']:.1f}% | {row['same_tokens']:.2f} | {rel} |")
     return "\n".join(out + [""])

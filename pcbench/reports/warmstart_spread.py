@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from pcbench.analysis.formats import md_table
 from pcbench.pool_card import CLASS_NOTE, CLASSES, pool_card  # noqa: F401 (CLASSES, pool_card: moved there)
 
 TIERS = ("add22", "add33", "add44")
@@ -27,8 +28,9 @@ def _in_band(pool: dict, tier: str) -> str:
 
 
 STAGES = (("prelude_steps", "pre"), ("sft_steps", ""), ("consolidation_steps", "cons"), ("top_up_steps", "top-up"))
-# what each design the bench names is (pcbench/bench/warmstart_spread.py); others show their overrides
-DESIGNS = {
+# what each design (a choice of conf/model/warmstart/, pcbench/bench/warmstart_spread.py runs them) is;
+# rows of other designs show their overrides
+DESIGN_NOTES = {
     "prelude": "model/warmstart=prelude, the default since 2026-12-07: first 3,000 steps on add11, add21, add22, "
                "add32 alone with lr 1e-3 -> 0, then the mixed SFT at lr 3e-4 until an exact probe, read every 2 "
                "steps, finds add33 at 0.4",
@@ -51,8 +53,8 @@ def _steps_cell(r: dict) -> str:
 
 
 def _design_note(design: str, rows: list[dict]) -> str:
-    if design in DESIGNS:
-        return DESIGNS[design]
+    if design in DESIGN_NOTES:
+        return DESIGN_NOTES[design]
     first = next(r for r in rows if r["design"] == design)
     return "overrides " + (", ".join(o for o in first.get("overrides", []) if not o.startswith("model.warmstart.seed="))
                            or "none")
@@ -90,7 +92,7 @@ def write_report(rows: list[dict], meta: dict, out: Path) -> None:
              "top-up). Rows with a capability other than pinned ran with PCBENCH_NUMERICS=native (torch's products).", "",
              "## Spread", "", *[_spread(rows, d) for d in designs], "",
              "## Every warm start", "",
-             "| design | SFT order | capability (seen) | SFT steps | digest | pool add22 / add33 / add44 | solved | "
-             "near | band | hard | never | add33 in band | val (exact) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|", *[_row(r) for r in rows], ""]
+             *md_table(["design", "SFT order", "capability (seen)", "SFT steps", "digest", "pool add22 / add33 / add44",
+                        "solved", "near", "band", "hard", "never", "add33 in band", "val (exact)"]),
+             *[_row(r) for r in rows], ""]
     (out / "warmstart_spread.md").write_text("\n".join(lines))

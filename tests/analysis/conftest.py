@@ -35,7 +35,7 @@ def fixture_runs() -> Path:
 @pytest.fixture(scope="session")
 def loaded():
     """(runs, metrics, warnings) of the committed fixture folders."""
-    from pcbench.analysis.runs import load_runs
+    from pcbench.analysis.run_frames import load_runs
     return load_runs([FIXTURE_RUNS])
 
 

@@ -63,3 +63,10 @@ def test_warmstart_spread_uses_the_same_card():
     from pcbench.reports import warmstart_spread
 
     assert warmstart_spread.pool_card is module.pool_card and warmstart_spread.CLASSES is module.CLASSES
+
+
+def test_warmstart_spread_designs_are_the_config_choices_and_the_report_describes_each():
+    from pcbench.bench.warmstart_spread import DESIGNS
+    from pcbench.reports.warmstart_spread import DESIGN_NOTES
+
+    assert set(DESIGNS) == set(DESIGN_NOTES) and "prelude" in DESIGNS

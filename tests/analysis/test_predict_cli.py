@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from pcbench import predict
-from pcbench.analysis.predictor import Setup
+from pcbench.analysis.mixed_groups_prediction import Setup
 
 REPO = Path(__file__).resolve().parents[2]
 # a tiny embedded setup whose warm start trains in seconds (tests/embedded/test_exact_eval.py's SMALL,

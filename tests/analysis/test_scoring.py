@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pcbench.analysis.runs import load_runs
+from pcbench.analysis.run_frames import load_runs
 from pcbench.analysis.scoring import (bootstrap_median_ci, censored_median, resolve_targets, rollouts_to_target,
                               score, speedup, target_accuracy)
 

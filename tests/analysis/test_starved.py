@@ -7,7 +7,7 @@ import json
 from runfolder_writer import ledger, make_lines, write_run
 
 from pcbench.reports.sample_efficiency import starved_lines
-from pcbench.analysis.runs import failed_runs, load_runs
+from pcbench.analysis.run_frames import failed_runs, load_runs
 from pcbench.analysis.scoring import score
 from pcbench.analysis.survival import durations
 from pcbench.analysis.targets import curves_table

@@ -4,9 +4,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from pcbench.reports.profile import PHASES, profile_md as render
 from pcbench.bench import profile
-from pcbench.bench.profile import _Clock
+from pcbench.bench.profile import PHASES, _Clock
+from pcbench.reports.profile import profile_md as render
 
 
 class FakeTime:
@@ -48,5 +48,5 @@ def test_render_lists_every_job_and_phase():
            "total_wall": 7.0, "total_cpu": 3.5, "imports_wall": 0.4, "imports_cpu": 0.3}
     meta = {"command": "python -m pcbench.bench profile", "commit": "abc", "dirty_files": [], "date_utc": "now",
             "cpu": "cpu", "cpus": 2, "torch": "t", "transformers": "tf", "python": "3", "loadavg_start": [0, 0, 0]}
-    md = render({"provenance": meta, "steps": 8, "jobs": [job]})
+    md = render({"provenance": meta, "steps": 8, "phases": list(PHASES), "jobs": [job]})
     assert "| grpo n=32 | 1.00 (0.50) |" in md and "evaluation 14%" in md

@@ -141,7 +141,7 @@ def test_regime_card_refuses_an_empty_folder(tmp_path, capsys):
 
 
 def test_regime_checks_fail_where_the_data_is_not_in_the_regime(folders):
-    from pcbench.analysis.runs import load_runs
+    from pcbench.analysis.run_frames import load_runs
 
     _, metrics, _ = load_runs([folders / "runs"])
     metrics.loc[metrics["step"] > 2, "val/acc"] = 0.30  # learning stops after step 2
@@ -172,13 +172,13 @@ def test_aa_identical_seed_sets_give_one_and_a_slower_set_shows():
     curves = {("grpo", s): base for s in range(3)}
     curves.update({(AA, s): base for s in range(3, 6)})
     rec = aa_record(eval_frame(curves), 0.6, n_boot=200)
-    assert (rec["ratio"], rec["ci_low"], rec["ci_high"], rec["within_band"]) == (1.0, 1.0, 1.0, True)
+    assert (rec["ratio"], rec["low"], rec["high"], rec["resolves"]) == (1.0, 1.0, 1.0, True)
     curves.update({(AA, s): [0.3, 0.35, 0.4, 0.45, 0.5, 0.6] for s in range(3, 6)})
     slow = aa_record(eval_frame(curves), 0.6, n_boot=200)
-    assert slow["ratio"] == pytest.approx(3 / 5) and not slow["within_band"]
+    assert slow["ratio"] == pytest.approx(3 / 5) and not slow["resolves"]
     curves.update({(AA, s): [0.3] * 6 for s in range(3, 6)})
     never = aa_record(eval_frame(curves), 0.6, n_boot=200)
-    assert never["ratio"] is None and never["aa_reached"] == 0 and not never["within_band"]
+    assert never["ratio"] is None and never["reached"] == 0 and not never["resolves"]
 
 
 def test_curves_csv_rows_are_runs_and_evaluations():
@@ -194,3 +194,15 @@ def test_regime_table_of_runs_without_counters_is_empty_but_well_formed():
     m = eval_frame({("grpo", 0): [0.3, 0.4]}).assign(step=lambda d: d["step"] // 5)
     table = regime_table(m)
     assert np.isnan(table["groups"]).all() and (table["sampled"] == 0).all()
+
+
+def test_aa_from_json_reads_the_layout_written_before_aa_check():
+    """results/bench/engine_speed/*/sample_efficiency.json hold the A/A as ci_low/ci_high/within_band."""
+    from pcbench.analysis.targets import aa_from_json
+
+    old = {"target": 0.6, "grpo_rtt": [1.0, math.inf], "aa_rtt": [1.0, 2.0, math.inf], "grpo_reached": 1, "aa_reached": 2,
+           "ratio": 1.0, "ci_low": 0.8, "ci_high": None, "ci_high_inf": True, "within_band": False}
+    assert aa_from_json(old) == {"target": 0.6, "grpo_rtt": [1.0, math.inf], "aa_rtt": [1.0, 2.0, math.inf], "reached": 2,
+                                 "runs": 3, "ratio": 1.0, "low": 0.8, "high": None, "high_inf": True, "resolves": False}
+    new = aa_record(eval_frame({("grpo", 0): [0.3, 0.6], (AA, 1): [0.3, 0.6]}), 0.6, n_boot=50)
+    assert aa_from_json(new) is new

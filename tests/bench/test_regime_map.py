@@ -104,7 +104,7 @@ def test_cell_scores_follow_the_definitions():
     assert rec["pc_vs_grpo"]["ratio"] == pytest.approx(400 / 300)
     assert rec["aa"]["reached"] == 1 and rec["aa"]["runs"] == 2  # seed 3 never reaches 0.6
     rates = per_run_rates(regime).set_index("method")
-    assert rates.loc["pilot_commit", "predicted"] == pytest.approx((3.0 / 1.0) / (150 / 100))
+    assert rates.loc["pilot_commit", "signal_per_rollout"] == pytest.approx((3.0 / 1.0) / (150 / 100))
     assert rec["regime"]["pc_rounds_per_step"] == 2 and rec["regime"]["grpo_zero_variance"] == pytest.approx(0.5)
     assert rec["regime"]["pc_epochs_at_target"] == pytest.approx(0.2)  # crossed at step 2
 

@@ -78,9 +78,9 @@ def test_map_rescores_from_its_csvs(tmp_path, stem, grid):
 
 
 def metrics_from_curves(curves: pd.DataFrame, setup: dict) -> pd.DataFrame:
-    """The metrics frame of pcbench.analysis.runs.load_runs, rebuilt from curves.csv (evaluations only;
+    """The metrics frame of pcbench.analysis.run_frames.load_runs, rebuilt from curves.csv (evaluations only;
     A/A runs under the method name of pcbench.analysis.targets.AA)."""
-    from pcbench.analysis.runs import ACC
+    from pcbench.analysis.run_frames import ACC
     from pcbench.analysis.targets import AA
 
     method = np.where(curves["seed_set"] == "aa", AA, curves["method"])

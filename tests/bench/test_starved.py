@@ -10,7 +10,7 @@ from omegaconf import OmegaConf
 from pcbench.allocators import AllocationError
 from pcbench.reports.regime_map import starved_lines, tidy_cell
 from pcbench.analysis.map_scoring import score_cell
-from pcbench.analysis.runs import load_runs
+from pcbench.analysis.run_frames import load_runs
 from pcbench.bench import launch
 from pcbench.bench.launch import Job, is_scored
 from pcbench.ledger import RolloutLedger

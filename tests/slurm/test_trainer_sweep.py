@@ -62,7 +62,7 @@ def test_embedded_sweep_runs_as_job_array(slurm_cluster, trainer_available, defa
     methods = {yaml.safe_load((r / "config.yaml").read_text())["method"]["name"] for r in run_dirs}
     assert methods == set(METHODS)
 
-    from pcbench.analysis.runs import load_runs
+    from pcbench.analysis.run_frames import load_runs
 
     runs, metrics, warnings = load_runs([results])
     assert sorted(runs["method"]) == sorted(METHODS), (runs, warnings)

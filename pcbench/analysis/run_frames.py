@@ -20,7 +20,7 @@ with its own target; a warning lists the setups and how to keep one (`where`).
 Nothing here raises on bad input: a garbled line, a config that does not parse, a run with
 no evaluations or steps that go backwards become warnings, and the rest is still loaded.
 
-    from pcbench.analysis.runs import load_runs
+    from pcbench.analysis.run_frames import load_runs
     runs, metrics, warnings = load_runs(["results/"])
     runs, metrics, warnings = load_runs(["results/"], where=["data.train_size=1000"])
 """

@@ -1,9 +1,12 @@
-"""Predicted rollouts-to-target ratios from the informative-group law (pure functions).
+"""Rollouts-to-target ratios the informative-group law predicts (pure functions).
 
 The count law (pcbench.analysis.law: val/acc is one function of the cumulative mixed groups trained)
 makes a method's speedup over GRPO the ratio of their costs per informative group:
 
-    predicted(M) = (mixed groups per rollout of M) / (mixed groups per rollout of GRPO)
+    law_ratio(M) = (mixed groups per rollout of M) / (mixed groups per rollout of GRPO)
+
+(not the regime map's `signal_per_rollout`, pcbench.analysis.map_scoring, which weighs each group by
+its learning signal sum p(1-p)).
 
 Two ways to get those costs:
 - from a run's regime rows (`law_ratios`): mean mixed groups trained and rollouts generated per step;

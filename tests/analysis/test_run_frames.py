@@ -1,10 +1,10 @@
-"""pcbench.analysis.runs: walking result folders and tolerating bad input (fixtures: tests/fixtures/runs)."""
+"""pcbench.analysis.run_frames: walking result folders and tolerating bad input (fixtures: tests/fixtures/runs)."""
 
 from __future__ import annotations
 
 import json
 
-from pcbench.analysis.runs import ID_COLUMNS, load_runs
+from pcbench.analysis.run_frames import ID_COLUMNS, load_runs
 
 A, B, C = "toy-1.5b", "toy-4b", "toy-8b"
 
