@@ -19,14 +19,16 @@ ROUNDS_KEY = "alloc/rounds"
 MIN_ROUNDS = 2.0  # the fitted rounds at the last step before the watch speaks: twice a one-round step
 
 
-def project_bound(steps, rounds, bound: float, window: int = 10, min_points: int = 5) -> int | None:
+def project_bound(steps, rounds, bound: float, window: int = 10, min_points: int = 5,
+                  floor: float = -math.inf) -> int | None:
     """The step at which a line through the last `window` (step, rounds) points reaches `bound`,
-    or None (too few points, flat or falling). Already at or above the bound: the last step."""
+    or None (too few points, flat or falling, or the line under `floor` at the last step). Already
+    at or above the bound: the last step."""
     s, r = np.asarray(steps, float)[-window:], np.asarray(rounds, float)[-window:]
     if s.size < min_points or not np.isfinite(r).all():
         return None
     slope, icept = np.polyfit(s, r, 1)
-    if slope <= 0:
+    if slope <= 0 or slope * s[-1] + icept < floor:
         return None
     if slope * s[-1] + icept >= bound:
         return int(s[-1])
@@ -44,19 +46,13 @@ class RoundsWatch:
         self.rounds: list[float] = []
         self.said = False
 
-    def _high_enough(self) -> bool:
-        """The window's fitted rounds at its last step are MIN_ROUNDS or more."""
-        s, r = np.asarray(self.steps[-self.window:], float), np.asarray(self.rounds[-self.window:], float)
-        slope, icept = np.polyfit(s, r, 1)
-        return slope * s[-1] + icept >= MIN_ROUNDS
-
     def see(self, row: dict) -> str | None:
         if self.bound is None or self.said or ROUNDS_KEY not in row:
             return None
         self.steps.append(int(row["step"]))
         self.rounds.append(float(row[ROUNDS_KEY]))
-        at = project_bound(self.steps, self.rounds, self.bound, self.window, min_points=self.window)
-        if at is None or at > self.total or not self._high_enough():
+        at = project_bound(self.steps, self.rounds, self.bound, self.window, min_points=self.window, floor=MIN_ROUNDS)
+        if at is None or at > self.total:
             return None
         self.said = True  # one line per run
         recent = float(np.mean(self.rounds[-self.window:]))
