@@ -180,9 +180,49 @@ class MultinodeCluster(SlurmCluster):
         if out.returncode != 0:
             raise RuntimeError(f"start-multinode.sh failed:\n{out.stdout}\n{out.stderr}")
 
+    def node_states(self) -> dict[str, str]:
+        rows = self.cmd("sinfo", "-h", "-N", "-p", self.partition, "-o", "%N %T", check=False).split("\n")
+        return dict(r.split() for r in rows if len(r.split()) == 2)
+
+    def cancel_all(self) -> str:
+        """Cancel every job in the queue (this private cluster runs only the tests' jobs); what was there."""
+        queued = self.cmd("squeue", "-h", "-o", "%i %T %r %j", check=False).strip()
+        if queued:
+            self.cmd("scancel", *[r.split()[0] for r in queued.splitlines()], check=False)
+        return queued
+
+    def wait_ready(self, timeout: float = 120) -> None:
+        """Every node idle, nothing queued: a test's 2-node job then starts at once. A node left
+        down (not responding under load, or killed by an earlier test) is recreated once."""
+        end, restarted = time.monotonic() + timeout, False
+        while True:
+            queued = self.cmd("squeue", "-h", "-o", "%i", check=False).strip()
+            states = self.node_states()
+            if not queued and len(states) == len(self.nodes) and all(s == "idle" for s in states.values()):
+                return
+            if not restarted and any(s.startswith(("down", "drain", "fail")) for s in states.values()):
+                self.restart()
+                restarted = True
+            if time.monotonic() > end:
+                raise TimeoutError(f"2-node cluster not ready after {timeout:.0f} s: nodes {states}; queue "
+                                   + (self.cmd("squeue", "-h", "-o", "%i %T %r", check=False).strip() or "empty"))
+            time.sleep(1)
+
+
+@pytest.fixture
+def multinode_cluster(_multinode_session):
+    """The 2-node cluster, ready for one test: nodes idle and the queue empty before it (a node left
+    down by an earlier test is recreated), and after it whatever job it left queued is cancelled, so that
+    a job that started late cannot run beside (or a Ray worker join) the next test's."""
+    _multinode_session.wait_ready()
+    yield _multinode_session
+    left = _multinode_session.cancel_all()
+    if left:
+        print(f"cancelled what the test left queued: {left}")
+
 
 @pytest.fixture(scope="session")
-def multinode_cluster():
+def _multinode_session():
     """The running 2-node test cluster (PCBENCH_MN_DIR's env.sh), or started here with
     PCBENCH_MN_START=1 (root) and stopped at the end of the session if it was not running."""
     want_start = os.environ.get("PCBENCH_MN_START") == "1"
@@ -216,6 +256,9 @@ def multinode_cluster():
                     pytrace=False)
     if len([s for s in states if s.strip()]) < 2:
         pytest.fail(f"the cluster in {env_dir} has fewer than 2 nodes (sinfo: {states})", pytrace=False)
+    left = cluster.cancel_all()  # jobs from an earlier session (its state kept in env_dir) are not this one's
+    if left:
+        print(f"2-node cluster: cancelled jobs an earlier session left: {left}")
     try:
         yield cluster
     finally:

@@ -109,7 +109,9 @@ def _wait_done(cluster, job_id: str, timeout_s: float = 180) -> str:
         if state and state not in ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED"):
             return state
         time.sleep(1)
-    raise TimeoutError(f"job {job_id} still {cluster.job_state(job_id)} after {timeout_s} s")
+    why = cluster.cmd("squeue", "-h", "-j", str(job_id), "-o", "%T %r", check=False).strip()
+    raise TimeoutError(f"job {job_id} still {why or cluster.job_state(job_id)} after {timeout_s} s; "
+                       f"nodes {cluster.node_states()}")
 
 
 def test_ray_spans_both_nodes_and_external_allocator_imports_everywhere(multinode_cluster, tmp_path, monkeypatch):
