@@ -24,8 +24,8 @@ import shlex
 import sys
 from omegaconf import DictConfig
 
-from pcbench import preflight_checks as pc
-from pcbench import preflight_files as pf
+from pcbench import preflight_checks as host_checks
+from pcbench import preflight_files as file_checks
 from pcbench.config import ConfigError, check_config, register_configs
 from pcbench.preflight_checks import TARGETS, Check  # noqa: F401  (TARGETS: re-exported for tests and docs)
 from pcbench.precheck import composition, hydra_args, one_line, sweep_file_params, sweep_jobs, user_dirs
@@ -107,7 +107,8 @@ def run_checks(cfg: DictConfig) -> list[Check]:
         return [Check("config", "FAIL", str(e))]
     checks = [Check("config", "ok", f"composes and passes every rule (backend={cfg.backend.name} "
                                     f"model={cfg.model.name} data={cfg.data.name} method={cfg.method.name})")]
-    every = (pc.gpus, pc.versions, pc.nccl, pc.slurm, pf.data, pf.model, pf.reward, pf.disk, pf.memory)
+    every = (host_checks.gpus, host_checks.versions, host_checks.nccl, host_checks.slurm,
+             file_checks.data, file_checks.model, file_checks.reward, file_checks.disk, file_checks.memory)
     return checks + [c for check in every for c in check(cfg)]
 
 

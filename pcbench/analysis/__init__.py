@@ -10,9 +10,9 @@
   per rollout, from regime rows or a pre-run probe).
 - `regime` (+ `regime_plot`): the regime card of any run folders (`python -m pcbench.analysis.regime`).
 - `formats`: how numbers leave (null for inf/NaN in JSON; a ratio with its interval, rollouts,
-  percentages in markdown); `report`: the speedup table in markdown, csv, latex, json;
+  percentages in markdown); `speedup_table`: the speedup table in markdown, csv, latex, json;
   `methods`: the one label / colour / order table.
-- `speedup`, `figures` (+ `curves`, `plotstyle`): the table and figure commands
+- `speedup`, `figures` (+ `figure_tables`, `plotstyle`): the table and figure commands
   (`analysis/speedup.py`, `analysis/figures.py`).
 
 The reports that render one committed file of results/bench each are in `pcbench.reports`; nothing

@@ -13,7 +13,7 @@ Figures (one panel per (model, data) group unless said otherwise, a group being 
 - pc_prompt_states: Pilot-Commit's kept / too easy / too hard prompts per step, evicted
   (cumulative) and buffer size, mean staleness; skipped when there are no pilot_commit runs.
 - wallclock: val accuracy vs elapsed time, and the median time per step per method.
-The tables are built in pcbench/analysis/curves.py; the CSV beside a figure is exactly that table.
+The tables are built in pcbench/analysis/figure_tables.py; the CSV beside a figure is exactly that table.
 Exit status: 0 ok, 2 no runs found or bad arguments.
 """
 
@@ -27,7 +27,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
-from pcbench.analysis import curves
+from pcbench.analysis import figure_tables
 from pcbench.analysis.methods import label, method_colors, method_order
 from pcbench.analysis.plotstyle import KIND_COLORS, grid, save_figure, unit_suffix, wrap
 from pcbench.analysis.scoring import resolve_targets
@@ -119,7 +119,7 @@ def _kind_panel(ax, rows: pd.DataFrame, top: float) -> None:
     bars = len(steps) <= BAR_MAX
     width = 0.8 * (min(pd.Series(steps).diff().dropna().min(), 1.0) if len(steps) > 1 else 1.0)
     bottom = pd.Series(0.0, index=rows.index)
-    for kind in curves.KINDS:
+    for kind in figure_tables.KINDS:
         if not (rows[kind] > 0).any():
             continue
         if bars:
@@ -146,7 +146,7 @@ def draw_rollouts_by_kind(table: pd.DataFrame, colors: dict):
     fig, axes = grid(len(keys), len(methods))
     for row, (model, data) in zip(axes, keys):
         group = table[(table["model"] == model) & (table["data"] == data)]
-        top = group[list(curves.KINDS)].sum(axis=1).max()
+        top = group[list(figure_tables.KINDS)].sum(axis=1).max()
         for ax, method in zip(row, methods):
             rows = group[group["method"] == method]
             if rows.empty:
@@ -221,11 +221,11 @@ def draw_wallclock(table: pd.DataFrame, colors: dict):
 
 
 FIGURES = {
-    "fig1_acc_vs_rollouts": (lambda m, t: curves.acc_curve_table(m, t), draw_acc_vs_rollouts),
-    "per_set_acc": (lambda m, t: curves.per_set_table(m), draw_per_set),
-    "rollouts_by_kind": (lambda m, t: curves.rollouts_by_kind_table(m), draw_rollouts_by_kind),
-    "pc_prompt_states": (lambda m, t: curves.pc_states_table(m), draw_pc_states),
-    "wallclock": (lambda m, t: curves.wallclock_table(m), draw_wallclock),
+    "fig1_acc_vs_rollouts": (lambda m, t: figure_tables.acc_curve_table(m, t), draw_acc_vs_rollouts),
+    "per_set_acc": (lambda m, t: figure_tables.per_set_table(m), draw_per_set),
+    "rollouts_by_kind": (lambda m, t: figure_tables.rollouts_by_kind_table(m), draw_rollouts_by_kind),
+    "pc_prompt_states": (lambda m, t: figure_tables.pc_states_table(m), draw_pc_states),
+    "wallclock": (lambda m, t: figure_tables.wallclock_table(m), draw_wallclock),
 }
 EMPTY = {"pc_prompt_states": "no pilot_commit runs with alloc/* counters",
          "per_set_acc": "no val/<set>/acc columns", "wallclock": "no time/elapsed_s and time/step_s"}

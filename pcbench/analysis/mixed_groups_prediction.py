@@ -28,7 +28,7 @@ import pandas as pd
 from scipy.stats import binom
 
 from pcbench.analysis.methods import GRPO
-from pcbench.analysis.scoring import N_BOOT, speedup
+from pcbench.analysis.scoring import N_BOOT, median_ratio
 from pcbench.analysis.map_scoring import cell_target, crossings
 
 
@@ -53,7 +53,7 @@ def law_ratios(regime: pd.DataFrame, base: str = GRPO) -> pd.DataFrame:
 def measured_ratios(curves: pd.DataFrame, base: str = GRPO, n_boot: int = N_BOOT) -> pd.DataFrame:
     """Per cell and method (main seeds; base's A/A seeds as method `<base>_aa`): the measured
     rollouts-to-target ratio to base (median / median, target = base's best seed-mean val/acc),
-    with its percentile bootstrap interval (pcbench.analysis.scoring.speedup, seed 0)."""
+    with its percentile bootstrap interval (pcbench.analysis.scoring.median_ratio, seed 0)."""
     rows = []
     for cell, c in curves.groupby("cell", sort=True):
         target = cell_target(c)
@@ -65,7 +65,7 @@ def measured_ratios(curves: pd.DataFrame, base: str = GRPO, n_boot: int = N_BOOT
             if method == base and seed_set == "main":
                 continue
             name = method if seed_set == "main" else f"{method}_{seed_set}"
-            point, low, high = speedup(ref, g["rtt"].to_numpy(float), seed=0, n_boot=n_boot)
+            point, low, high = median_ratio(ref, g["rtt"].to_numpy(float), seed=0, n_boot=n_boot)
             rows.append({"cell": cell, "method": name, "target": target, "measured": point, "low": low, "high": high,
                          "reached": int(np.isfinite(g["rtt"]).sum()), "runs": len(g)})
     return pd.DataFrame(rows, columns=["cell", "method", "target", "measured", "low", "high", "reached", "runs"])

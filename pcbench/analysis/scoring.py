@@ -140,7 +140,7 @@ def _ratio(base: np.ndarray, method: np.ndarray) -> np.ndarray:
         return np.where((base == method) & np.isinf(base), np.nan, base / method)
 
 
-def speedup(base_values, method_values, seed: int = 0, n_boot: int = N_BOOT,
+def median_ratio(base_values, method_values, seed: int = 0, n_boot: int = N_BOOT,
             level: float = LEVEL) -> tuple[float, float, float]:
     """(point, low, high) of median(base) / median(method); point is nan when not computable.
 
@@ -160,10 +160,10 @@ def speedup(base_values, method_values, seed: int = 0, n_boot: int = N_BOOT,
 
 
 def ratio_record(base_values, method_values, n_boot: int = N_BOOT, seed: int = 0) -> dict:
-    """speedup() as JSON, the layout every ratio of the map and the A/A are written in:
+    """median_ratio() as JSON, the layout every ratio of the map and the A/A are written in:
     {ratio, low, high (None when unbounded), high_inf, reached and runs (of `method_values`)}."""
     method = np.asarray(method_values, float)
-    point, low, high = speedup(base_values, method, seed=seed, n_boot=n_boot)
+    point, low, high = median_ratio(base_values, method, seed=seed, n_boot=n_boot)
     return {"ratio": finite_or_none(point), "low": finite_or_none(low), "high": finite_or_none(high),
             "high_inf": bool(high == math.inf), "reached": int(np.isfinite(method).sum()), "runs": int(method.size)}
 
@@ -229,7 +229,7 @@ def _speedup_fields(name: str, group_runs: pd.DataFrame, method: str, rtt: np.nd
         point = 1.0 if math.isfinite(censored_median(rtt)) else math.nan
         values = (point, point, point)
     else:
-        values = speedup(base, rtt, seed=seed, n_boot=n_boot)
+        values = median_ratio(base, rtt, seed=seed, n_boot=n_boot)
     return {k: finite_or_none(v) for k, v in zip(keys, values)}
 
 

@@ -32,7 +32,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from pcbench.analysis.report import FORMATS
+from pcbench.analysis.speedup_table import FORMATS
 from pcbench.analysis.run_frames import load_runs
 from pcbench.analysis.scoring import N_BOOT, score
 

@@ -36,7 +36,7 @@ def _map_ratio(entry: dict | None) -> str:
     return ratio_entry_text(entry, unit="")
 
 
-def speedup(table: pd.DataFrame, slow: str, fast: str) -> float | None:
+def wall_time_ratio(table: pd.DataFrame, slow: str, fast: str) -> float | None:
     by = table.set_index("version")
     if slow not in by.index or fast not in by.index:
         return None
@@ -113,7 +113,7 @@ def render(folder: Path, plan: dict) -> str:
     goal = plan["success"].get("speedup_min")
     for slow in versions:
         for fast in versions:
-            s = speedup(table, slow, fast) if slow != fast and fast == versions[-1] else None
+            s = wall_time_ratio(table, slow, fast) if slow != fast and fast == versions[-1] else None
             if s is not None:
                 met = f" (plan: >= {goal}x: {'met' if s >= goal else 'not met'})" if goal and slow == versions[0] else ""
                 lines.append(f"- Median launcher wall, {slow} / {fast}: **{s:.2f}x**{met}.")

@@ -121,7 +121,7 @@ def law_md(res: dict) -> str:
             "law: (mixed groups per rollout of the method) / GRPO's, from the cell's regime rows (means over seeds "
             "and steps). LOCO: the law times the method's calibration (geometric mean of measured / law) fitted on "
             "the other 7 cells. Measured: median / median with its 95% percentile bootstrap interval "
-            "(pcbench.analysis.scoring.speedup).", "",
+            "(pcbench.analysis.scoring.median_ratio).", "",
             *md_table(["cell", "method", "law", "LOCO", "calibration (7 cells)", "measured", "95% interval", "reached"])]
     for _, r in lo.iterrows():
         out.append(f"| {r['cell']} | {label(r['method'])} | {ratio_text(r['law_ratio'])} | {ratio_text(r['loco'])} | {decimal(r['calibration'])} "

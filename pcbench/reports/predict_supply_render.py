@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-def _f(x, fmt="{:.2f}"):
+def _number(x, fmt="{:.2f}"):
     return "-" if x is None else fmt.format(x)
 
 
@@ -23,12 +23,12 @@ def render(rep: dict) -> str:
             "flag predicted", "PC/GRPO measured", "PC/GRPO predicted", "error"]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rep["cells"]:
-        mt = " / ".join(_f(x) for x in r["measured_thirds"])
-        pt = " / ".join(_f(x) for x in r["predicted_thirds"])
+        mt = " / ".join(_number(x) for x in r["measured_thirds"])
+        pt = " / ".join(_number(x) for x in r["predicted_thirds"])
         lines.append("| " + " | ".join([
-            r["cell"], r["source"], f"{_f(r['measured_rounds'])}; {mt}", f"{_f(r['predicted_rounds'])}; {pt}",
-            _stopped(r), _step(r), _f(r["ratio_measured"], "{:.2f}x"), _f(r["ratio_predicted"], "{:.2f}x"),
-            _f(r["ratio_error"], "{:.0%}")]) + " |")
+            r["cell"], r["source"], f"{_number(r['measured_rounds'])}; {mt}", f"{_number(r['predicted_rounds'])}; {pt}",
+            _stopped(r), _step(r), _number(r["ratio_measured"], "{:.2f}x"), _number(r["ratio_predicted"], "{:.2f}x"),
+            _number(r["ratio_error"], "{:.0%}")]) + " |")
     missed = ", ".join(s["starved_missed"]) or "none"
     false = ", ".join(s["false_flags"]) or "none"
     over = ", ".join(s["ratio_over_tolerance"]) or "none"
@@ -57,7 +57,7 @@ def render(rep: dict) -> str:
         f"- every cell whose PC runs stopped (starved or drained) flagged: {s['starved_flagged']} of "
         f"{s['starved_cells']} (missed: {missed})",
         f"- no other cell flagged: {len(s['false_flags'])} false flags of {s['clean_cells']} cells (flagged: {false})",
-        f"- PC/GRPO ratio error <= {tol:.0%}: max {_f(s['ratio_error_max'], '{:.0%}')}, mean "
-        f"{_f(s['ratio_error_mean'], '{:.0%}')} over {s['ratio_cells']} cells with a measured ratio (over: {over})",
+        f"- PC/GRPO ratio error <= {tol:.0%}: max {_number(s['ratio_error_max'], '{:.0%}')}, mean "
+        f"{_number(s['ratio_error_mean'], '{:.0%}')} over {s['ratio_cells']} cells with a measured ratio (over: {over})",
         "",
     ])

@@ -19,7 +19,7 @@ from pcbench.analysis.formats import (NA, decimal, interval_text, md_table, perc
 from pcbench.analysis.map_scoring import criteria_met, score_map
 from pcbench.analysis.methods import label
 from pcbench.analysis.regime import regime_table
-from pcbench.analysis.report import starved_line
+from pcbench.analysis.speedup_table import starved_line
 from pcbench.analysis.run_frames import failed_runs
 from pcbench.analysis.targets import AA, AA_BAND, curves_table
 from pcbench.reports.regime_map_by_target import by_target

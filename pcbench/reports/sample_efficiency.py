@@ -24,7 +24,7 @@ from pcbench.reports.sample_efficiency_tables import budget_accuracy, goals, rol
 from pcbench.analysis.targets import AA, aa_from_json, aa_record, curves_table, grpo_targets
 from pcbench.rundir import atomic_write_text
 from pcbench.analysis.methods import label
-from pcbench.analysis.report import starved_line
+from pcbench.analysis.speedup_table import starved_line
 from pcbench.analysis.warmstart_note import warmstart_notice
 from pcbench.analysis.formats import (NA, accuracy_with_interval, fmt_rollouts, interval_text, md_table, percent,
                                       ratio_text, ratio_with_interval, rollouts_with_interval)

@@ -16,7 +16,7 @@ from pcbench.analysis.formats import finite_or_none
 from pcbench.analysis.methods import method_order
 from pcbench.analysis.run_frames import ACC
 from pcbench.analysis.scoring import (bootstrap_mean_ci, censored_median, per_run_table, resolve_targets, score,
-                              speedup)
+                              median_ratio)
 
 ORACLE = "oracle"
 GOALS = {"pc_vs_grpo": 1.9, "pc_vs_dapo": 4.0, "bayes_vs_pc": 1.0, "best_vs_oracle": 1.15}
@@ -32,7 +32,7 @@ def rollouts_records(runs: pd.DataFrame, metrics: pd.DataFrame, seed: int, n_boo
     best = {m: float(g.groupby("step")[ACC].mean().max()) for m, g in metrics[metrics[ACC].notna()].groupby("method")}
     for rec in records:
         mine, oracle = rtt.get(rec["method"], np.array([])), rtt.get(ORACLE, np.array([]))
-        point, low, high = speedup(mine, oracle, seed=seed, n_boot=n_boot) if oracle.size else (math.nan,) * 3
+        point, low, high = median_ratio(mine, oracle, seed=seed, n_boot=n_boot) if oracle.size else (math.nan,) * 3
         rec.update(ratio_to_oracle=finite_or_none(point), ratio_to_oracle_ci_low=finite_or_none(low),
                    ratio_to_oracle_ci_high=finite_or_none(high), best_val_acc=best.get(rec["method"]))
     return records, table, warnings
@@ -101,7 +101,7 @@ def goals(records: list[dict], table: pd.DataFrame, seed: int, n_boot: int) -> d
     by = {r["method"]: r for r in records}
     rtt = {m: g["rtt"].to_numpy(float) for m, g in table.groupby("method")}
     pc = by.get("pilot_commit", {})
-    bayes_vs_pc = (speedup(rtt["pilot_commit"], rtt["pilot_commit_bayes"], seed=seed, n_boot=n_boot)[0]
+    bayes_vs_pc = (median_ratio(rtt["pilot_commit"], rtt["pilot_commit_bayes"], seed=seed, n_boot=n_boot)[0]
                    if {"pilot_commit", "pilot_commit_bayes"} <= set(rtt) else math.nan)
     finite = {m: censored_median(v) for m, v in rtt.items() if m != ORACLE and math.isfinite(censored_median(v))}
     best = min(finite, key=finite.get) if finite else None

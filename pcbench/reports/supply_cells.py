@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from pcbench.analysis.supply import SupplyPool, SupplyRun
+from pcbench.config import compose_cfg
 
 BENCH = Path("results/bench")
 MAP_POOL = 2000          # conf/data/synthetic*.yaml train_size, the regime map's pools
@@ -106,8 +107,8 @@ def probe_cells(bench: Path = BENCH) -> list[Cell]:
     curves = pd.read_csv(bench / "probes" / "probes_curves.csv")
     out = []
     for name, card in rep["cards"].items():
-        over = dict(o.split("=", 1) for o in card["overrides"] if "=" in o)
-        steps, lr = int(over.get("train.steps", 30)), float(over.get("train.lr", 1e-4))
+        cfg = compose_cfg(card["overrides"])  # the knobs as the probe composed them, defaults included
+        steps, lr = int(cfg.train.steps), float(cfg.train.lr)
         a = card["pool"]["all"]
         pool = SupplyPool(float(card["expected"]["pilot_in_band"]), a["band"], a["hard"], a["solved"], a["near_solved"],
                           int(card["pool_size"]))

@@ -13,7 +13,7 @@ import pytest
 
 matplotlib.use("Agg")
 
-from pcbench.analysis import curves, figures  # noqa: E402
+from pcbench.analysis import figure_tables, figures  # noqa: E402
 from pcbench.analysis.methods import label, method_colors  # noqa: E402
 from pcbench.analysis.scoring import resolve_targets  # noqa: E402
 
@@ -151,7 +151,7 @@ def test_bars_are_the_table(tables):
 def test_pc_states_lines_are_the_table(tables):
     fig, table = _draw(tables, "pc_prompt_states")
     drawn = sorted(round(y, 9) for ax in fig.axes for _, y_ in _lines(ax).values() for y in y_)
-    cols = [c for c in curves.PC_STATES if c in table]
+    cols = [c for c in figure_tables.PC_STATES if c in table]
     assert drawn == sorted(round(v, 9) for c in cols for v in table[c])
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from pcbench.analysis.run_frames import load_runs
 from pcbench.analysis.scoring import (bootstrap_median_ci, censored_median, resolve_targets, rollouts_to_target,
-                              score, speedup, target_accuracy)
+                              score, median_ratio, target_accuracy)
 
 INF = math.inf
 A, B, C = ("toy-1.5b", "toymath"), ("toy-4b", "toypolaris"), ("toy-8b", "toymath")
@@ -65,13 +65,13 @@ def test_bootstrap_is_seeded():
     assert len(draws) > 1
 
 
-def test_speedup_point_and_interval():
-    point, low, high = speedup([4e6, 6e6], [3e6, 6e6], seed=0)
+def test_median_ratio_point_and_interval():
+    point, low, high = median_ratio([4e6, 6e6], [3e6, 6e6], seed=0)
     assert point == pytest.approx(5 / 4.5)
     assert (low, high) == pytest.approx((4 / 6, 6 / 3))      # extremes each have probability 1/16
-    assert all(math.isnan(v) for v in speedup([INF, INF], [1, 2]))   # comparator did not reach
-    assert all(math.isnan(v) for v in speedup([1, 2], [5, INF]))     # method did not reach
-    assert all(math.isnan(v) for v in speedup([1, 2], [0, 0]))
+    assert all(math.isnan(v) for v in median_ratio([INF, INF], [1, 2]))   # comparator did not reach
+    assert all(math.isnan(v) for v in median_ratio([1, 2], [5, INF]))     # method did not reach
+    assert all(math.isnan(v) for v in median_ratio([1, 2], [0, 0]))
 
 
 # --- targets ----------------------------------------------------------------------------------

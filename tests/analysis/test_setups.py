@@ -9,7 +9,7 @@ import sys
 import pytest
 from runfolder_writer import ledger, make_config, make_lines, write_run
 
-from pcbench.analysis.curves import acc_curve_table
+from pcbench.analysis.figure_tables import acc_curve_table
 from pcbench.analysis.run_frames import load_runs
 from pcbench.analysis.scoring import resolve_targets, score
 

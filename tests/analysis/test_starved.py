@@ -82,7 +82,7 @@ def test_a_crash_is_a_failure_and_a_starved_run_is_not():
 
 
 def test_speedup_footnote_names_starved_runs(tmp_path):
-    from pcbench.analysis.report import to_markdown
+    from pcbench.analysis.speedup_table import to_markdown
 
     for seed in (0, 1):
         run(tmp_path, "grpo", seed, {0: 0.1, 4: 0.5})

@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 import torch
 
-from pcbench import preflight_checks as pc
-from pcbench import preflight_files as pf
+from pcbench import preflight_checks as host_checks
+from pcbench import preflight_files as file_checks
 from pcbench.preflight import TARGETS, compose_args, verdict
 
 REPO = Path(__file__).resolve().parents[2]
@@ -44,37 +44,37 @@ def gpu_node(monkeypatch):
 def test_gpus_nccl_and_rollout_memory_on_a_fake_gpu_node(gpu_node):
     cfg = compose_args([*QWEN, "model.nnodes=1"])
     gpu_node(n=8)
-    assert states(pc.gpus(cfg), "gpus")[0][0] == "ok"
-    assert states(pc.nccl(cfg), "nccl") == [("ok", "NCCL 2.27.3 with 8 visible GPU(s)")]
-    assert states(pf.memory(cfg), "rollout memory")[0][0] == "ok"
+    assert states(host_checks.gpus(cfg), "gpus")[0][0] == "ok"
+    assert states(host_checks.nccl(cfg), "nccl") == [("ok", "NCCL 2.27.3 with 8 visible GPU(s)")]
+    assert states(file_checks.memory(cfg), "rollout memory")[0][0] == "ok"
     gpu_node(n=4)
-    assert states(pc.gpus(cfg), "gpus") == [("FAIL", "torch sees 4 x NVIDIA H100 80GB HBM3, the run wants 8 per node; "
+    assert states(host_checks.gpus(cfg), "gpus") == [("FAIL", "torch sees 4 x NVIDIA H100 80GB HBM3, the run wants 8 per node; "
                                                       "run on a node with 8 GPUs (Slurm: gpus_per_node) or set "
                                                       "model.n_gpus_per_node=4")]
     gpu_node(nccl=False)
-    assert states(pc.nccl(cfg), "nccl")[0][0] == "FAIL"
+    assert states(host_checks.nccl(cfg), "nccl")[0][0] == "FAIL"
     gpu_node(free=20)
-    assert states(pf.memory(cfg), "rollout memory") == [("FAIL", "vLLM asks gpu_memory_utilization=0.6 x 80 GB = 48 GB, "
+    assert states(file_checks.memory(cfg), "rollout memory") == [("FAIL", "vLLM asks gpu_memory_utilization=0.6 x 80 GB = 48 GB, "
                                                                   "only 20 GB free on GPU 0 (another process holds it); "
                                                                   "free the GPU or lower model.gpu_memory_utilization")]
     gpu_node(free=39, total=40)
-    assert states(pf.memory(cfg), "rollout memory") == [("FAIL", "the GPUs hold 40 GB, model.gpu_memory_gb=80 assumes "
+    assert states(file_checks.memory(cfg), "rollout memory") == [("FAIL", "the GPUs hold 40 GB, model.gpu_memory_gb=80 assumes "
                                                                   "more; set model.gpu_memory_gb=40")]
     big = compose_args([*QWEN, "model.nnodes=1", "model.params_b=30", "model.gpu_memory_gb=40", "model.offload=true",
                         "model.tensor_parallel=4"])
-    assert states(pf.memory(big), "rollout memory")[0][0] == "ok"
+    assert states(file_checks.memory(big), "rollout memory")[0][0] == "ok"
     gpu_node(free=39, total=40)
     small_tp = compose_args([*QWEN, "model.nnodes=1", "model.params_b=30", "model.gpu_memory_gb=40", "model.offload=true",
                              "model.tensor_parallel=2", "model.gpu_memory_utilization=0.7"])
-    assert "raise model.tensor_parallel" in states(pf.memory(small_tp), "rollout memory")[0][1]
+    assert "raise model.tensor_parallel" in states(file_checks.memory(small_tp), "rollout memory")[0][1]
 
 
 def test_versions_against_the_ones_the_verl_path_targets(monkeypatch):
     cfg = compose_args(QWEN)
-    monkeypatch.setattr(pc, "installed", lambda d: {**TARGETS, "torch": "2.11.0+cu130"}.get(d))
-    assert states(pc.versions(cfg), "versions") == [("ok", "verl 0.9.1, vllm 0.24.0, torch 2.11.0+cu130, flash-attn 2.8.3")]
-    monkeypatch.setattr(pc, "installed", lambda d: {**TARGETS, "vllm": "0.23.1", "flash-attn": None}.get(d))
-    [(state, text)] = states(pc.versions(cfg), "versions")
+    monkeypatch.setattr(host_checks, "installed", lambda d: {**TARGETS, "torch": "2.11.0+cu130"}.get(d))
+    assert states(host_checks.versions(cfg), "versions") == [("ok", "verl 0.9.1, vllm 0.24.0, torch 2.11.0+cu130, flash-attn 2.8.3")]
+    monkeypatch.setattr(host_checks, "installed", lambda d: {**TARGETS, "vllm": "0.23.1", "flash-attn": None}.get(d))
+    [(state, text)] = states(host_checks.versions(cfg), "versions")
     assert state == "FAIL" and "found verl 0.9.1, vllm 0.23.1, torch 2.11.0, flash-attn not installed" in text
     assert "pip install -e '.[gpu]'" in text
 
@@ -108,7 +108,7 @@ def test_slurm_partition_against_a_fake_sinfo(tmp_path, monkeypatch, env, sinfo,
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     fake_slurm(tmp_path, monkeypatch, sinfo, assoc)
-    [first, *_] = pc.slurm(compose_args(SLURM))
+    [first, *_] = host_checks.slurm(compose_args(SLURM))
     assert (first.state, first.text[:len(want[1])]) == want
 
 
@@ -126,15 +126,15 @@ def test_slurm_account_and_qos_against_a_fake_sacctmgr(tmp_path, monkeypatch, ac
     else:
         monkeypatch.delenv("PCBENCH_SLURM_QOS", raising=False)
     fake_slurm(tmp_path, monkeypatch, "gpu 16 gpu:8", "proj|normal,long\nproj2|debug")
-    checks = pc.slurm(compose_args(SLURM))
+    checks = host_checks.slurm(compose_args(SLURM))
     [(state, text)] = states(checks, "slurm account")
     assert (state, text[:len(want[1])]) == want
 
 
 def test_no_sinfo_means_not_a_login_node(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
-    assert states(pc.slurm(compose_args(SLURM)), "slurm")[0][0] == "FAIL"
-    assert states(pc.slurm(compose_args(QWEN)), "slurm")[0][0] == "skip"  # launched here: no Slurm needed
+    assert states(host_checks.slurm(compose_args(SLURM)), "slurm")[0][0] == "FAIL"
+    assert states(host_checks.slurm(compose_args(QWEN)), "slurm")[0][0] == "skip"  # launched here: no Slurm needed
 
 
 def verl_rows(n: int) -> pd.DataFrame:
@@ -149,7 +149,7 @@ def test_data_files_present_with_verls_columns_and_rows(tmp_path):
     verl_rows(3).drop(columns=["reward_model"]).to_parquet(tmp_path / "foreign.parquet")
     cfg = compose_args([*QWEN, f"data.train_files={tmp_path}/train.parquet",
                         f"data.val_files=[{tmp_path}/empty.parquet,{tmp_path}/foreign.parquet,{tmp_path}/aime24.parquet]"])
-    got = {c.name: (c.state, c.text) for c in pf.data(cfg)}
+    got = {c.name: (c.state, c.text) for c in file_checks.data(cfg)}
     assert got["data train.parquet"] == ("ok", f"{tmp_path}/train.parquet: 5 rows, verl's columns")
     assert got["data empty.parquet"][0] == "FAIL" and "no rows" in got["data empty.parquet"][1]
     assert got["data foreign.parquet"][0] == "FAIL" and "['reward_model']" in got["data foreign.parquet"][1]
@@ -161,34 +161,34 @@ def test_own_data_is_checked_at_its_source(tmp_path):
     (tmp_path / "mine.jsonl").write_text('{"question": "1+1?", "answer": "2"}\n')
     cfg = compose_args(["backend=verl", "model=tiny-verl", "data=own", f"data.source={tmp_path}/mine.jsonl",
                         f"paths.cache={tmp_path}"])
-    [(state, text)] = states(pf.data(cfg), "data source")
+    [(state, text)] = states(file_checks.data(cfg), "data source")
     assert state == "FAIL" and text == (f"{tmp_path}/mine.jsonl: no column 'problem' (data.question); the file has "
                                         f"['question', 'answer']; set data.question=<one of them>")
 
 
 def test_model_weights_where_the_config_points(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
-    [(state, text)] = states(pf.model(compose_args(QWEN)), "model")
+    [(state, text)] = states(file_checks.model(compose_args(QWEN)), "model")
     assert state == "FAIL" and "not in the Hugging Face cache here" in text
     folder = tmp_path / "qwen"
     folder.mkdir()
-    assert states(pf.model(compose_args([*QWEN, f"model.path={folder}"])), "model")[0][0] == "FAIL"
+    assert states(file_checks.model(compose_args([*QWEN, f"model.path={folder}"])), "model")[0][0] == "FAIL"
     (folder / "config.json").write_text('{"hidden_size": 1536, "num_attention_heads": 12}')
     (folder / "model.safetensors").write_bytes(b"\0" * 1000)
-    assert states(pf.model(compose_args([*QWEN, f"model.path={folder}"])), "model")[0][0] == "ok"
+    assert states(file_checks.model(compose_args([*QWEN, f"model.path={folder}"])), "model")[0][0] == "ok"
 
 
 def test_free_disk_for_the_checkpoints(monkeypatch, tmp_path):
     from collections import namedtuple
 
     usage = namedtuple("usage", "total used free")
-    monkeypatch.setattr(pf.shutil, "disk_usage", lambda p: usage(10**13, 0, 100 * GB))
+    monkeypatch.setattr(file_checks.shutil, "disk_usage", lambda p: usage(10**13, 0, 100 * GB))
     cfg = compose_args([*QWEN, f"paths.results={tmp_path}"])
-    [(state, text)] = states(pf.disk(cfg), "disk")
+    [(state, text)] = states(file_checks.disk(cfg), "disk")
     assert state == "FAIL" and text.startswith("20 checkpoint(s) (train.steps=1000 / every 50) of ~24.6 GB")
     assert "verl.trainer.max_actor_ckpt_to_keep=2" in text
     kept = compose_args([*QWEN, f"paths.results={tmp_path}", "+verl.trainer.max_actor_ckpt_to_keep=2"])
-    assert states(pf.disk(kept), "disk")[0][0] == "ok"
+    assert states(file_checks.disk(kept), "disk")[0][0] == "ok"
 
 
 def test_a_reward_that_fails_on_a_sample(tmp_path, monkeypatch):
@@ -198,7 +198,7 @@ def test_a_reward_that_fails_on_a_sample(tmp_path, monkeypatch):
     (tmp_path / "brokenreward.py").write_text("def score(r, g, e):\n    return {'score': 1}\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     cfg = compose_args(["backend=verl", "model=tiny-verl", "data=own", "data.reward=brokenreward:score"])
-    [(state, text)] = states(pf.reward(cfg), "reward")
+    [(state, text)] = states(file_checks.reward(cfg), "reward")
     assert state == "FAIL" and "returned a dict without 'acc'" in text
     procguard._default.shutdown()
 
