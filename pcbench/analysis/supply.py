@@ -66,7 +66,7 @@ class SupplyRates:
 
 
 # the fit on every committed cell (results/bench/predict_supply.json "fit"; a test keeps them equal)
-SUPPLY_RATES = SupplyRates(learn=0.05012, q_hard=0.02, q_near=0.6, margin=6.7509, starve=0.3202)
+SUPPLY_RATES = SupplyRates(learn=0.05012, q_hard=0.1, q_near=0.6, margin=7.9791, starve=0.2706)
 
 
 def rounds_for(f: float, run: SupplyRun) -> float:

@@ -302,7 +302,7 @@ def write(spec: dict, names: list[str], extra: list[str], out: Path, with_cards:
             cards[name] = scan([*spec["common"], *spec["designs"][name]["overrides"], *extra], [], 0)
     csv = out / "probes_curves.csv"
     if csv.is_file():
-        kept = pd.read_csv(csv)
+        kept = pd.read_csv(csv, float_precision="round_trip")  # kept rows written back digit for digit
         kept = kept[~kept.design.isin([f.design.iloc[0] for f in frames])]
         frames = [kept, *frames]
     if frames:
