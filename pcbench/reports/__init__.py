@@ -8,5 +8,7 @@ report (tests/test_imports.py); the experiments (pcbench.bench) call them after 
 - `profile`: profile.md; `throughput`: throughput.md (not committed)
 - `cell_speed`: cell_speed*/cell_speed.md; `engine_speed`: engine_speed/engine_speed.md
 - `warmstart_spread`: warmstart_spread.{md,json}
+- `probes`: probes/probes.md (its JSON and curves written by pcbench.bench.probes)
+- `predict_supply` (+ `predict_supply_render`, `supply_cells`): predict_supply.{md,json}
 - `quoted`: the quoted blocks of README.md, results/bench/README.md and docs/measurements.md
 """

@@ -88,3 +88,16 @@ def test_rescoring_without_the_run_folders_keeps_what_was_scored(tmp_path):
     results = write(spec, [name], [f"paths.results={tmp_path / 'no-runs'}"], out, with_cards=False)
     assert results[name] == committed["results"][name]
     assert "not run" not in (out / "probes.md").read_text()
+
+
+def test_committed_probe_table_rerenders_from_its_json():
+    """results/bench/probes/probes.md is exactly what the report renders from probes.json and the plan."""
+    import json
+    from pathlib import Path
+
+    from pcbench.reports.probes import report_md
+
+    folder = Path(__file__).resolve().parents[2] / "results/bench/probes"
+    committed = json.loads((folder / "probes.json").read_text())
+    text = report_md(load_plan(), committed["results"], committed["cards"])
+    assert text == (folder / "probes.md").read_text()
