@@ -33,7 +33,7 @@
 #   PCBENCH_MN_MEM            RealMemory per node in MB (default: total / nodes)
 #   PCBENCH_MN_ACCOUNTING     1 (default): also mariadbd + slurmdbd so that sacct works; 0: none
 #   PCBENCH_MN_DB_PORT        mariadb port for accounting (default 3317; the single-node cluster uses 3306)
-#   PCBENCH_MN_CLEAN          1: forget old jobs/node state first (only if slurmctld is down)
+#   PCBENCH_MN_CLEAN          1: forget old jobs, node state and the accounting database first (only if slurmctld is down)
 #   PCBENCH_MN_TIMEOUT        seconds to wait for each daemon / the nodes (default 60)
 set -euo pipefail
 
@@ -80,6 +80,10 @@ for b in $bins; do command -v "$b" >/dev/null || fail "$b not found (apt-get ins
 mkdir -p "$ETC" "$RUN" "$LOG" "$DIR/spool" "$DIR/nodes"
 if [ "${PCBENCH_MN_CLEAN:-0}" = 1 ] && ! running "$RUN/slurmctld.pid" slurmctld; then
   say "PCBENCH_MN_CLEAN=1: dropping old job and node state"; rm -rf "$DIR/state" "$DIR/spool" "$DIR/nodes"; mkdir -p "$DIR/spool" "$DIR/nodes"
+  # job ids restart at 1: the accounting database goes too, else sacct answers for a new job with an
+  # old job's record of the same id (submitit then reads a finished job that has not started)
+  running "$RUN/mariadbd.pid" mariadbd && fail "PCBENCH_MN_CLEAN=1 with mariadbd still running: run tests/slurm/stop-multinode.sh first"
+  rm -rf "$DIR/mysql"
 fi
 mkdir -p "$DIR/state"
 node_names=(); for ((i = 0; i < NODES; i++)); do node_names+=("$NPFX$i"); done

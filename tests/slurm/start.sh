@@ -14,7 +14,7 @@
 #   PCBENCH_SLURM_DIR         state dir (default /tmp/pcbench-slurm)
 #   PCBENCH_SLURM_ACCOUNTING  1 (default): also run mariadbd + slurmdbd; 0: no sacct
 #   PCBENCH_SLURM_INSTALL     1 (default): apt-get install missing packages; 0: fail instead
-#   PCBENCH_SLURM_CLEAN       1: forget old jobs/node state before starting (only if slurmctld is down)
+#   PCBENCH_SLURM_CLEAN       1: forget old jobs, node state and the accounting database before starting (only if slurmctld is down)
 #   PCBENCH_SLURM_TIMEOUT     seconds to wait for each daemon / the node (default 60)
 #   PCBENCH_SLURM_PORT_BASE   slurmctld port; slurmd, slurmdbd use +1, +2 (default 6817)
 #   PCBENCH_SLURM_DB_PORT     mariadb port (default 3306)
@@ -61,6 +61,10 @@ mkdir -p "$ETC" "$RUN" "$LOG" "$DIR/spool"
 if [ "${PCBENCH_SLURM_CLEAN:-0}" = 1 ] && ! running "$RUN/slurmctld.pid" slurmctld; then
   say "PCBENCH_SLURM_CLEAN=1: dropping old job and node state"
   rm -rf "$DIR/state" "$DIR/spool"; mkdir -p "$DIR/spool"
+  # job ids restart at 1: the accounting database goes too, else sacct answers for a new job with an
+  # old job's record of the same id
+  running "$RUN/mariadbd.pid" mariadbd && fail "PCBENCH_SLURM_CLEAN=1 with mariadbd still running: run tests/slurm/stop.sh first"
+  rm -rf "$DIR/mysql"
 fi
 mkdir -p "$DIR/state"
 
