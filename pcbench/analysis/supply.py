@@ -66,7 +66,7 @@ class SupplyRates:
 
 
 # the fit on every committed cell (results/bench/predict_supply.json "fit"; a test keeps them equal)
-SUPPLY_RATES = SupplyRates(learn=0.05012, q_hard=0.1, q_near=0.6, margin=7.9791, starve=0.2706)
+SUPPLY_RATES = SupplyRates(learn=0.03981, q_hard=0.3, q_near=0.45, margin=10.6488, starve=0.2076)
 
 
 def rounds_for(f: float, run: SupplyRun) -> float:
